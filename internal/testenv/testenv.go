@@ -1,0 +1,125 @@
+// Package testenv gates tests that need root or a kernel feature.
+//
+// Every such test calls Require with the features it needs. Where a
+// feature is missing the test is skipped with the reason; where the
+// environment variable CI is set (CI runs as root on a machine that has
+// every feature), a missing feature fails the test instead, so that a
+// test can never skip silently in CI.
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Feature is something a test needs from the machine.
+type Feature string
+
+// The features tests may ask for.
+const (
+	Root       Feature = "root"
+	FUSE       Feature = "fuse"       // /dev/fuse usable by this process
+	Cgroups    Feature = "cgroups"    // a writable cgroup hierarchy below our own cgroup
+	Netns      Feature = "netns"      // new network namespaces
+	Userns     Feature = "namespaces" // mount, pid, ipc and uts namespaces
+	Python     Feature = "python3"    // Debian's /usr/bin/python3
+	Pytest     Feature = "pytest"     // Debian's python3-pytest
+	Bindfs     Feature = "bindfs"
+	Bubblewrap Feature = "bwrap"
+)
+
+var (
+	mu    sync.Mutex
+	cache = map[Feature]error{}
+)
+
+// InCI reports whether the tests run in CI, where no skip is allowed.
+func InCI() bool { return os.Getenv("CI") != "" }
+
+// Require skips t (or fails it, in CI) unless every feature is available.
+func Require(t testing.TB, features ...Feature) {
+	t.Helper()
+	for _, f := range features {
+		if err := Check(f); err != nil {
+			if InCI() {
+				t.Fatalf("test needs %s, which is missing in CI: %v", f, err)
+			}
+			t.Skipf("skipping: needs %s: %v", f, err)
+		}
+	}
+}
+
+// Check reports why feature f is unavailable, or nil when it is there.
+func Check(f Feature) error {
+	mu.Lock()
+	defer mu.Unlock()
+	if err, ok := cache[f]; ok {
+		return err
+	}
+	err := probe(f)
+	cache[f] = err
+	return err
+}
+
+func probe(f Feature) error {
+	switch f {
+	case Root:
+		if os.Geteuid() != 0 {
+			return fmt.Errorf("running as uid %d, not root", os.Geteuid())
+		}
+		return nil
+	case FUSE:
+		if err := probe(Root); err != nil {
+			return err
+		}
+		fd, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("cannot open /dev/fuse: %w", err)
+		}
+		fd.Close()
+		return nil
+	case Cgroups:
+		if err := probe(Root); err != nil {
+			return err
+		}
+		b, err := os.ReadFile("/proc/self/cgroup")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(b), ":memory:") && !strings.HasPrefix(string(b), "0::") {
+			return errors.New("no memory controller in /proc/self/cgroup")
+		}
+		return nil
+	case Netns, Userns:
+		if err := probe(Root); err != nil {
+			return err
+		}
+		out, err := exec.Command("unshare", "--net", "--mount", "--pid", "--fork", "--ipc", "--uts", "true").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("unshare failed: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	case Python:
+		if _, err := os.Stat("/usr/bin/python3"); err != nil {
+			return fmt.Errorf("Debian's python3 is not installed: %w", err)
+		}
+		return nil
+	case Pytest:
+		out, err := exec.Command("/usr/bin/python3", "-c", "import pytest").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("python3-pytest is not installed: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	case Bindfs, Bubblewrap:
+		if _, err := exec.LookPath(string(f)); err != nil {
+			return err
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown feature %q", f)
+}
