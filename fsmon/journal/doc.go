@@ -1,7 +1,145 @@
 // Package journal is the forensic record of an fsmon workspace: the record
-// format, the hash chain that makes any later edit detectable, verification,
-// replay of the tree at any record, and the changeset between two trees.
+// format, the hash chain that makes any later edit detectable, the
+// content-addressed blob store, verification, replay of the tree at any
+// record, and the changeset between the initial and the final tree.
 //
-// It is pure Go with no FUSE dependency, so that a client can check an
-// exported journal on any machine.
+// It is pure Go with no FUSE and no cgo dependency, so that a client can
+// check an exported journal on any machine (benchctl verify).
+//
+// A journal is a file of records, one JSON object per line, and a blob
+// directory beside it (BlobsDir: the journal's path + ".blobs"). Writer
+// appends records, Read and Reader read them back, Verify and VerifyFile
+// check the chain and the blobs, ReplayTree and Replay rebuild the tree at
+// any record, VerifyReplay proves that the records account for the final
+// tree, and ChangesetOf gives the net change.
+//
+// # Record format
+//
+// Record 1 is always a mount record whose SHA256 is the hash of the
+// initial tree's manifest; the last record is always an unmount record
+// whose SHA256 is the hash of the final tree's manifest. Every record in
+// between is one mutating operation on the workspace, or one attempt the
+// edit policy denied, with the caller (pid, uid, command name), the paths
+// (relative to the workspace root, slash-separated; "" is the root), the
+// operation's arguments, its result ("ok" or an errno name such as
+// "EACCES") and the policy's decision. Record documents each field; the
+// conventions for two-path operations are: rename and link have the old
+// (existing) path in Path and the new one in Path2, symlink the new link
+// in Path and its content in Target, copy_file_range the source in Path
+// and the destination in Path2. Mode is the permission the object got
+// (after the umask) for create, mkdir and mknod, and the new one for
+// chmod; mknod's Mode carries the file type bits too (S_IFREG for a
+// regular file).
+//
+// A line is the canonical encoding of its record, defined as the output
+// of Go's encoding/json for the Record struct with the Wall time in UTC:
+//
+//   - one object, no whitespace, keys in the order of the struct fields;
+//   - keys tagged omitempty (path, path2, target, pid, uid, comm, off,
+//     size, mode, flags, name, decision, sha256) are left out when zero or
+//     empty; seq, t_ns, wall, op, result, prev and hash are always there;
+//   - integers in decimal; wall as an RFC 3339 string with nanoseconds,
+//     trailing zeros of the fraction dropped, and "Z" (for example
+//     "2026-11-29T18:24:37.1234Z"); years outside 0..9999 cannot be
+//     written;
+//   - strings as encoding/json writes them: '"' and '\' escaped, control
+//     characters as \n, \r, \t, \b, \f or \u00XX, '<', '>' and '&' as
+//     \u003c, \u003e and \u0026, U+2028 and U+2029 as \u2028 and \u2029,
+//     and each byte of invalid UTF-8 replaced by U+FFFD (so a file name
+//     that is not UTF-8 is recorded lossily, and the same holds for
+//     manifests);
+//   - then a newline.
+//
+// Reading is strict: a line that decodes but is not byte for byte the
+// canonical encoding of what it decodes to (keys reordered, repeated or
+// unknown, spacing, other escapes, a non-UTC time) is an error naming
+// the line, as is a line that does not decode at all.
+//
+// # Hash chain
+//
+// Hash is the hex SHA-256 of the record's canonical encoding with Hash
+// set to "" (the line up to and including `"hash":""}` with nothing
+// between those quotes: ComputeHash). Prev is the previous record's Hash,
+// and GenesisHash (64 zeros) for record 1. Seq counts from 1 without gaps.
+// Writer.Append assigns Seq, Prev and Hash; the caller sets everything
+// else, times included.
+//
+// Because each Hash covers Prev, editing any field of a record (a path, a
+// decision, a result, a time), deleting, inserting or reordering records
+// breaks the chain at the first record concerned, and Verify names it.
+// Cutting records off the end leaves a valid chain but no unmount record,
+// which Verify also rejects. Someone who rewrites a journal can recompute
+// every hash after their edit, so the chain proves integrity only
+// relative to a head hash kept elsewhere: whoever stored the attempt's
+// result keeps the unmount record's Hash and compares it.
+//
+// # Blobs
+//
+// Blobs is a content-addressed store: the content whose hex SHA-256 is S
+// is the read-only file S[:2]/S in the blob directory. A blob is written
+// to a temporary file, hashed while it is copied, and renamed into place;
+// a blob that exists already is never rewritten. The store holds the
+// content of every file of the initial and the final tree (SnapshotTree
+// stores them with the manifest), the content of every file at every
+// release record, and the two manifests.
+//
+// A manifest (Tree.Manifest) is the encoding/json encoding of a tree's
+// entries as an array sorted by path: path, type ("file", "dir",
+// "symlink" or "other"), permission bits, and for files size and sha256,
+// for symlinks target. ParseManifest only accepts a manifest that
+// describes a possible tree (sorted unique clean relative paths, every
+// parent a directory), so that replaying one can never write outside its
+// destination.
+//
+// # Replay
+//
+// ReplayTree computes the tree after any record: it starts from the mount
+// manifest and applies, in order, every record whose result is "ok" and
+// whose decision is not denied (a denied or failed operation changed
+// nothing). From the unmount record on, the tree is the final manifest
+// itself. The operations act as follows:
+//
+//   - create: a new empty file with Mode (or, on an existing file, nothing,
+//     or empty content if Flags has O_TRUNC);
+//   - mknod: an empty file for S_IFREG, else an entry of type "other";
+//   - mkdir: a directory with Mode; symlink: a link to Target, mode 0777;
+//   - link: Path2 becomes a second name of Path's file. Hard links share
+//     one inode: a later release, truncate or chmod through either path
+//     shows at both;
+//   - rename: Path moves to Path2 with everything below it, replacing a
+//     file or an empty directory there (two names of one file: nothing
+//     happens, as in rename(2)); with RENAME_EXCHANGE the two swap;
+//   - unlink and rmdir remove the path;
+//   - open for writing with O_TRUNC, and truncate to size 0, make the
+//     content empty;
+//   - chmod sets the mode (of the inode, for a file); chown, utimens,
+//     setxattr and removexattr change nothing a tree holds;
+//   - write, fallocate, copy_file_range (at Path2) and truncate to a
+//     non-zero size make the content unknown: records carry no data, even
+//     per-write records in writes mode. The tree keeps the last known hash
+//     (and, for truncate, takes the new size) until the next release
+//     record of the path, whose SHA256 and Size are the file's content
+//     after the writes. A release of a path that no longer holds a file
+//     (removed while open) changes nothing.
+//
+// An operation that cannot apply to the tree (a path that is not there, a
+// parent that is not a directory, an unknown operation) is an ErrReplay
+// naming the record. Replay writes the tree into an empty directory from
+// the blobs: files whose content is unknown at that record get their last
+// known content, hard links are hard links, entries of type "other" are
+// left out, and owners and times are not restored.
+//
+// VerifyReplay replays up to the record before the unmount and compares
+// the result with the final manifest (paths, types, content hashes, modes
+// and link targets). It passes only if the records account for every
+// change the final tree shows, which is what lets a third party rebuild
+// the graded tree from the journal and re-run the grade.
+//
+// # Changeset
+//
+// ChangesetOf is DiffTrees of the mount and unmount manifests with the
+// policy's ignored paths left out: the net change of the attempt, with a
+// file deleted at one path and added at another with the same content
+// reported as one rename. It does not depend on the records in between,
+// only on the two trees the chain vouches for.
 package journal

@@ -38,6 +38,13 @@ func (t Tree) Paths() []string {
 // ScanTree walks dir and hashes every regular file. Other file types
 // (devices, sockets, fifos) are recorded with type "other".
 func ScanTree(dir string) (Tree, error) {
+	return walkTree(dir, hashFileSize)
+}
+
+// walkTree walks dir and builds its Tree; content is called for every
+// regular file and returns its hash and size (ScanTree only hashes,
+// SnapshotTree also stores the content as a blob).
+func walkTree(dir string, content func(p string) (string, int64, error)) (Tree, error) {
 	t := Tree{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -59,12 +66,11 @@ func ScanTree(dir string) (Tree, error) {
 		switch {
 		case info.Mode().IsRegular():
 			e.Type = "file"
-			e.Size = info.Size()
-			sum, err := HashFile(p)
+			sum, size, err := content(p)
 			if err != nil {
 				return err
 			}
-			e.SHA256 = sum
+			e.SHA256, e.Size = sum, size
 		case info.IsDir():
 			e.Type = "dir"
 		case info.Mode()&fs.ModeSymlink != 0:
@@ -98,6 +104,23 @@ func HashFile(p string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashFileSize returns the hex SHA-256 of the file at p and the number
+// of bytes hashed (which is the size the hash belongs to, even if the
+// file changes meanwhile).
+func hashFileSize(p string) (string, int64, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
 // HashBytes returns the hex SHA-256 of b.

@@ -1,0 +1,308 @@
+package fsmon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"benchd.dev/fsmon/journal"
+)
+
+// Mode chooses how writes are observed.
+type Mode string
+
+// The modes of a view.
+const (
+	ModeContent Mode = "content" // passthrough I/O; content captured at release
+	ModeWrites  Mode = "writes"  // no passthrough; every write journaled
+)
+
+// ParseMode parses a mode name; "" means ModeContent.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case "", ModeContent:
+		return ModeContent, nil
+	case ModeWrites:
+		return ModeWrites, nil
+	}
+	return "", fmt.Errorf("%w: mode %q (want content or writes)", ErrInvalid, s)
+}
+
+// Errors of the package.
+var (
+	ErrInvalid = errors.New("invalid argument")
+	ErrBusy    = errors.New("mountpoint busy")
+)
+
+// Config describes one view.
+type Config struct {
+	Backing    string          // the real files
+	Mountpoint string          // an empty directory
+	Journal    *journal.Writer // receives the records; the caller closes it
+	Policy     journal.Policy
+	Mode       Mode
+	// CacheTimeout is the kernel's entry and attribute cache time; fsmon
+	// is the only writer of Backing, so it may be long. Default 1 hour.
+	CacheTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+// View is a mounted, journaled workspace.
+type View struct {
+	cfg     Config
+	backing string
+	start   time.Time
+	server  *fuse.Server
+	root    *node
+	log     *slog.Logger
+
+	mu sync.Mutex
+	// open holds every file handle open for writing, for capture at
+	// unmount.
+	open      map[*handle]struct{}
+	records   int64
+	denied    int64
+	unmounted bool
+	err       error // first journal error; the view refuses writes after it
+	// The trees at mount and at unmount, for the changeset.
+	initial, final journal.Tree
+}
+
+// Stats counts what the view has journaled so far.
+type Stats struct {
+	Records int64 // records appended, mount record included
+	Denied  int64 // operations refused by the policy
+}
+
+// Mount snapshots the backing directory into the journal (record 1),
+// mounts the view and returns it. On error nothing stays mounted.
+func Mount(ctx context.Context, cfg Config) (*View, error) {
+	if cfg.Journal == nil {
+		return nil, fmt.Errorf("%w: no journal", ErrInvalid)
+	}
+	if err := cfg.Policy.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	mode, err := ParseMode(string(cfg.Mode))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Mode = mode
+	if cfg.CacheTimeout <= 0 {
+		cfg.CacheTimeout = time.Hour
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	backing, err := filepath.Abs(cfg.Backing)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(backing); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%w: backing %s is not a directory", ErrInvalid, backing)
+	}
+	mnt, err := filepath.Abs(cfg.Mountpoint)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMountpoint(mnt); err != nil {
+		return nil, err
+	}
+
+	v := &View{cfg: cfg, backing: backing, open: map[*handle]struct{}{}, log: cfg.Logger.With("component", "fsmon", "mountpoint", mnt)}
+	initial, err := journal.SnapshotTree(backing, cfg.Journal.Blobs())
+	if err != nil {
+		return nil, fmt.Errorf("unable to snapshot %s: %w", backing, err)
+	}
+	mf := initial.ManifestHash()
+	v.initial = initial
+	v.start = time.Now()
+	if err := v.append(journal.Record{Op: journal.OpMount, Result: "ok", SHA256: mf}); err != nil {
+		return nil, err
+	}
+
+	var st syscall.Stat_t
+	if err := syscall.Stat(backing, &st); err != nil {
+		return nil, err
+	}
+	lroot := &fs.LoopbackRoot{Path: backing, Dev: uint64(st.Dev)}
+	v.root = &node{LoopbackNode: &fs.LoopbackNode{RootData: lroot}, v: v}
+	lroot.RootNode = v.root
+
+	timeout := cfg.CacheTimeout
+	negative := time.Second
+	opts := &fs.Options{
+		EntryTimeout:    &timeout,
+		AttrTimeout:     &timeout,
+		NegativeTimeout: &negative,
+		MountOptions: fuse.MountOptions{
+			AllowOther:        true,
+			DirectMountStrict: true,
+			DirectMountFlags:  syscall.MS_NOSUID | syscall.MS_NODEV,
+			FsName:            backing,
+			Name:              "benchd",
+			MaxWrite:          1 << 20,
+			// Without KILLPRIV_V2 every write(2) costs a GETXATTR of
+			// security.capability, even with passthrough.
+			ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
+		},
+	}
+	if cfg.Mode == ModeWrites {
+		opts.MountOptions.DisabledCapabilities |= fuse.CAP_PASSTHROUGH
+	}
+	server, err := fs.Mount(mnt, v.root, opts)
+	if err != nil {
+		return nil, fmt.Errorf("unable to mount %s: %w", mnt, err)
+	}
+	v.server = server
+	return v, nil
+}
+
+// checkMountpoint refuses a mountpoint that is not an empty directory or
+// is already a mountpoint.
+func checkMountpoint(mnt string) error {
+	st, err := os.Stat(mnt)
+	if err != nil {
+		return fmt.Errorf("%w: mountpoint: %w", ErrInvalid, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%w: mountpoint %s is not a directory", ErrInvalid, mnt)
+	}
+	if mounted, _ := IsMountpoint(mnt); mounted {
+		return fmt.Errorf("%w: %s is already a mountpoint", ErrBusy, mnt)
+	}
+	ents, err := os.ReadDir(mnt)
+	if err != nil {
+		return fmt.Errorf("%w: mountpoint: %w", ErrInvalid, err)
+	}
+	if len(ents) > 0 {
+		return fmt.Errorf("%w: mountpoint %s is not empty", ErrBusy, mnt)
+	}
+	return nil
+}
+
+// IsMountpoint reports whether dir is the root of a mount (its device
+// differs from its parent's, or /proc/self/mountinfo lists it).
+func IsMountpoint(dir string) (bool, error) {
+	mounts, err := mountpoints()
+	if err != nil {
+		return false, err
+	}
+	clean := filepath.Clean(dir)
+	for _, m := range mounts {
+		if m.point == clean {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Stats returns the view's counters.
+func (v *View) Stats() Stats {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return Stats{Records: v.records, Denied: v.denied}
+}
+
+// Backing returns the backing directory.
+func (v *View) Backing() string { return v.backing }
+
+// Unmount captures the content of files still open for writing, unmounts
+// the view (lazily if it is busy), snapshots the final tree and appends
+// the unmount record. It does not close the journal.
+func (v *View) Unmount(ctx context.Context) error {
+	v.mu.Lock()
+	if v.unmounted {
+		v.mu.Unlock()
+		return nil
+	}
+	v.unmounted = true
+	open := make([]*handle, 0, len(v.open))
+	for h := range v.open {
+		open = append(open, h)
+	}
+	v.mu.Unlock()
+	for _, h := range open {
+		h.capture(ctx, true)
+	}
+	var errs []error
+	if err := v.server.Unmount(); err != nil {
+		// Busy: detach it so that nothing stays mounted; the serve loop
+		// ends when the last reference goes.
+		if err2 := unix.Unmount(v.mountpoint(), unix.MNT_DETACH); err2 != nil {
+			errs = append(errs, fmt.Errorf("unable to unmount %s: %w (lazy: %w)", v.mountpoint(), err, err2))
+		}
+	}
+	final, err := journal.SnapshotTree(v.backing, v.cfg.Journal.Blobs())
+	if err != nil {
+		errs = append(errs, fmt.Errorf("unable to snapshot the final tree: %w", err))
+	} else if err := v.setFinal(final); err != nil {
+		errs = append(errs, err)
+	} else if err := v.append(journal.Record{Op: journal.OpUnmount, Result: "ok", SHA256: final.ManifestHash()}); err != nil {
+		errs = append(errs, err)
+	}
+	if err := v.cfg.Journal.Flush(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (v *View) mountpoint() string { return filepath.Clean(v.cfg.Mountpoint) }
+
+// append stamps and appends a record.
+func (v *View) append(r journal.Record) error {
+	now := time.Now()
+	r.Mono = int64(now.Sub(v.start))
+	r.Wall = now.UTC()
+	_, err := v.cfg.Journal.Append(r)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err != nil {
+		if v.err == nil {
+			v.err = err
+			v.log.Error("journal append failed; refusing further changes", "err", err)
+		}
+		return err
+	}
+	v.records++
+	if r.Decision == journal.Denied {
+		v.denied++
+	}
+	return nil
+}
+
+// journalBroken reports whether an earlier append failed: then every
+// mutating operation is refused, since it could not be recorded.
+func (v *View) journalBroken() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.err != nil
+}
+
+func (v *View) setFinal(t journal.Tree) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.final = t
+	return nil
+}
+
+// Changeset is the net change between the tree at mount and the tree at
+// unmount, ignored paths left out. It is an error before Unmount.
+func (v *View) Changeset() (journal.Changeset, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.final == nil {
+		return nil, fmt.Errorf("%w: the view is still mounted", ErrInvalid)
+	}
+	return journal.DiffTrees(v.initial, v.final, v.cfg.Policy.IsIgnored), nil
+}
