@@ -1,0 +1,195 @@
+package netns
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sentinel error classes. Errors about the caller's input wrap ErrInvalid;
+// a name already in use wraps ErrConflict; an exhausted address pool wraps
+// ErrBusy.
+var (
+	// ErrInvalid: a Config, a gateway spec or a name is malformed.
+	ErrInvalid = errors.New("invalid network namespace config")
+	// ErrConflict: a namespace with the same name exists in the run dir.
+	ErrConflict = errors.New("network namespace already exists")
+	// ErrBusy: every /30 of the open-mode pool is taken.
+	ErrBusy = errors.New("no free address for an open network namespace")
+)
+
+// Mode says what a namespace can reach.
+type Mode string
+
+const (
+	// Closed: loopback only. Every outbound attempt fails at once and is
+	// recorded; only the gateways reach the outside.
+	Closed Mode = "closed"
+	// Open: real outbound connectivity through a veth pair and NAT on the
+	// host, with bytes and destinations recorded.
+	Open Mode = "open"
+)
+
+// DefaultRunDir holds the bind mounts and state files of live namespaces.
+const DefaultRunDir = "/run/benchd/netns"
+
+// DefaultPool is the IPv4 range the /30 of each open namespace is taken
+// from when Config.Pool is not set.
+var DefaultPool = netip.MustParsePrefix("10.213.0.0/16")
+
+// StubResolver is the address of the DNS stub inside every namespace.
+var StubResolver = netip.MustParseAddrPort("127.0.0.53:53")
+
+// Gateway is one allow-listed endpoint, written name=host:port. Inside the
+// namespace it is reachable on its own loopback address (127.0.1.N) on the
+// same port; the host name maps to that address in Hosts and in the DNS
+// stub.
+type Gateway struct {
+	Name string `json:"name"`
+	Host string `json:"host"` // a DNS name (lower case) or an IP literal
+	Port int    `json:"port"`
+}
+
+// String gives the gateway in the syntax ParseGateway reads.
+func (g Gateway) String() string {
+	return g.Name + "=" + net.JoinHostPort(g.Host, strconv.Itoa(g.Port))
+}
+
+var (
+	gatewayName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+	hostLabel   = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+)
+
+// ParseGateway reads name=host:port. The name is 1 to 63 characters of
+// [a-z0-9_.-] starting with a letter or digit; the host is a DNS name or
+// an IP literal (IPv6 in brackets); the port is 1 to 65535. The host is
+// kept in lower case, without a trailing dot.
+func ParseGateway(s string) (Gateway, error) {
+	name, hostport, ok := strings.Cut(s, "=")
+	if !ok {
+		return Gateway{}, fmt.Errorf("gateway %q: want name=host:port: %w", s, ErrInvalid)
+	}
+	if !gatewayName.MatchString(name) {
+		return Gateway{}, fmt.Errorf("gateway %q: bad name %q: %w", s, name, ErrInvalid)
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return Gateway{}, fmt.Errorf("gateway %q: %v: %w", s, err, ErrInvalid)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return Gateway{}, fmt.Errorf("gateway %q: bad port %q: %w", s, port, ErrInvalid)
+	}
+	g := Gateway{Name: name, Host: strings.TrimSuffix(strings.ToLower(host), "."), Port: p}
+	if err := g.validHost(); err != nil {
+		return Gateway{}, fmt.Errorf("gateway %q: %w", s, err)
+	}
+	return g, nil
+}
+
+func (g Gateway) validHost() error {
+	if a, err := netip.ParseAddr(g.Host); err == nil {
+		if a.Zone() != "" || !a.IsValid() || a.IsUnspecified() {
+			return fmt.Errorf("bad address %q: %w", g.Host, ErrInvalid)
+		}
+		return nil
+	}
+	h := strings.TrimSuffix(g.Host, ".")
+	if h == "" || len(h) > 253 {
+		return fmt.Errorf("bad host %q: %w", g.Host, ErrInvalid)
+	}
+	for _, l := range strings.Split(h, ".") {
+		if !hostLabel.MatchString(l) {
+			return fmt.Errorf("bad host %q: %w", g.Host, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// isIP reports whether the gateway's host is an IP literal.
+func (g Gateway) isIP() bool {
+	_, err := netip.ParseAddr(g.Host)
+	return err == nil
+}
+
+// Report is what a namespace saw. It is a snapshot: call Report again for
+// later traffic; after Close it stays final.
+type Report struct {
+	Mode Mode `json:"mode"`
+	// Attempts lists outbound flows: each TCP connection attempt (SYN) and
+	// each new UDP flow to a non-loopback destination, in order.
+	Attempts []Attempt `json:"attempts"`
+	// AttemptsDropped counts flows beyond the record cap, and packets the
+	// capture lost (its receive buffer full).
+	AttemptsDropped int64 `json:"attempts_dropped,omitempty"`
+	// DNS lists every question asked of the stub resolver, and every
+	// question seen in a UDP datagram sent to port 53 elsewhere.
+	DNS []Query `json:"dns"`
+	// DNSDropped counts questions beyond the record cap.
+	DNSDropped int64        `json:"dns_dropped,omitempty"`
+	Gateways   []GatewayUse `json:"gateways"`
+	// BytesIn and BytesOut count the bytes received and sent by the
+	// namespace on its veth (open mode only), link headers included.
+	BytesIn  uint64 `json:"bytes_in"`
+	BytesOut uint64 `json:"bytes_out"`
+}
+
+// NetworkUsed reports whether the namespace tried to reach anything but
+// its gateways: an outbound attempt, or a DNS question for a name that is
+// neither a gateway's nor the sandbox's own (localhost, Config.Hostname).
+func (r Report) NetworkUsed() bool {
+	if len(r.Attempts) > 0 || r.AttemptsDropped > 0 || r.DNSDropped > 0 {
+		return true
+	}
+	for _, q := range r.DNS {
+		if q.Answer != AnswerGateway && q.Answer != AnswerLocal {
+			return true
+		}
+	}
+	return false
+}
+
+// Attempt is one outbound flow seen leaving a process in the namespace.
+type Attempt struct {
+	Time  time.Time  `json:"time"`
+	Proto string     `json:"proto"` // "tcp" or "udp"
+	Dst   netip.Addr `json:"dst"`
+	Port  uint16     `json:"port"`
+}
+
+// The answers a Query can have.
+const (
+	AnswerGateway   = "gateway"   // a gateway's host: answered with its loopback address
+	AnswerLocal     = "local"     // localhost or Config.Hostname: answered with loopback
+	AnswerNXDomain  = "nxdomain"  // closed mode: the name does not exist
+	AnswerForwarded = "forwarded" // open mode: relayed to the host's resolvers
+	AnswerFailed    = "failed"    // open mode: no upstream answered (SERVFAIL)
+	AnswerRefused   = "refused"   // not a standard query, or malformed
+	AnswerDirect    = "direct"    // sent to a server other than the stub; seen, not answered
+)
+
+// Query is one DNS question.
+type Query struct {
+	Time   time.Time      `json:"time"`
+	Name   string         `json:"name"` // lower case, no trailing dot
+	Type   string         `json:"type"` // "A", "AAAA", ..., or "TYPE123"
+	Server netip.AddrPort `json:"server"`
+	Answer string         `json:"answer"`
+}
+
+// GatewayUse is the traffic through one gateway.
+type GatewayUse struct {
+	Name       string         `json:"name"`
+	Host       string         `json:"host"`
+	Port       int            `json:"port"`
+	Listen     netip.AddrPort `json:"listen"` // its address inside the namespace
+	Conns      int64          `json:"conns"`
+	DialErrors int64          `json:"dial_errors,omitempty"`
+	BytesIn    int64          `json:"bytes_in"`  // from the endpoint to the namespace
+	BytesOut   int64          `json:"bytes_out"` // from the namespace to the endpoint
+}
