@@ -25,11 +25,11 @@
 // "EACCES") and the policy's decision. Record documents each field; the
 // conventions for two-path operations are: rename and link have the old
 // (existing) path in Path and the new one in Path2, symlink the new link
-// in Path and its content in Target, copy_file_range the source in Path
-// and the destination in Path2. Mode is the permission the object got
-// (after the umask) for create, mkdir and mknod, and the new one for
-// chmod; mknod's Mode carries the file type bits too (S_IFREG for a
-// regular file).
+// in Path and its content in Target, copy_file_range the destination (the
+// file written) in Path and the source in Path2. Mode is the permission
+// the object got for create, mkdir and mknod (after the umask: replay
+// takes it as the new object's mode), and the new one for chmod; mknod's
+// Mode carries the file type bits too (S_IFREG for a regular file).
 //
 // A line is the canonical encoding of its record, defined as the output
 // of Go's encoding/json for the Record struct with the Wall time in UTC:
@@ -96,7 +96,8 @@
 // ReplayTree computes the tree after any record: it starts from the mount
 // manifest and applies, in order, every record whose result is "ok" and
 // whose decision is not denied (a denied or failed operation changed
-// nothing). From the unmount record on, the tree is the final manifest
+// nothing; a release, which only reports content, applies whatever its
+// decision). From the unmount record on, the tree is the final manifest
 // itself. The operations act as follows:
 //
 //   - create: a new empty file with Mode (or, on an existing file, nothing,
@@ -114,13 +115,19 @@
 //     content empty;
 //   - chmod sets the mode (of the inode, for a file); chown, utimens,
 //     setxattr and removexattr change nothing a tree holds;
-//   - write, fallocate, copy_file_range (at Path2) and truncate to a
+//   - write, fallocate, copy_file_range (into Path) and truncate to a
 //     non-zero size make the content unknown: records carry no data, even
 //     per-write records in writes mode. The tree keeps the last known hash
 //     (and, for truncate, takes the new size) until the next release
 //     record of the path, whose SHA256 and Size are the file's content
 //     after the writes. A release of a path that no longer holds a file
-//     (removed while open) changes nothing.
+//     (removed while open, or recorded with no path) changes nothing.
+//
+// Hard links that already exist in the initial tree are not visible in a
+// manifest: replay treats each of their paths as a file of its own, so a
+// later change through one name does not show at the others (and
+// VerifyReplay reports the difference). Links made during the attempt
+// (link records) are modeled.
 //
 // An operation that cannot apply to the tree (a path that is not there, a
 // parent that is not a directory, an unknown operation) is an ErrReplay

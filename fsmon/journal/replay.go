@@ -115,7 +115,9 @@ func replay(recs []Record, blobs *Blobs, upTo uint64) (replayState, Tree, error)
 			}
 			return nil, final, nil
 		}
-		if r.Result != "ok" || r.Decision == Denied {
+		// A release is an observation of content, not an operation the
+		// policy could refuse: it applies whatever its decision says.
+		if r.Result != "ok" || r.Decision == Denied && r.Op != OpRelease {
 			continue
 		}
 		if err := s.apply(r); err != nil {
@@ -253,11 +255,7 @@ func (s replayState) apply(r Record) error {
 			ino.size, ino.stale = r.Size, true
 		}
 	case OpWrite, OpFallocate, OpCopyFileRange:
-		dst := r.Path
-		if r.Op == OpCopyFileRange && r.Path2 != "" {
-			dst = r.Path2
-		}
-		ino, err := s.file(dst)
+		ino, err := s.file(r.Path)
 		if err != nil {
 			return err
 		}
