@@ -6,6 +6,7 @@ require (
 	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/containerd/cgroups/v3 v3.1.3 // indirect
 	github.com/hanwen/go-fuse/v2 v2.12.1 // indirect
+	github.com/mattn/go-sqlite3 v1.14.53 // indirect
 	github.com/moby/sys/userns v0.1.0 // indirect
 	github.com/vishvananda/netlink v1.3.1 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect

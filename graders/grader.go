@@ -1,5 +1,46 @@
 // Package graders scores a finished workspace against a task's hidden
 // tests and goldens, and composes the verdict.
+//
+// Grade is the entry point. It runs the grader kind the task names
+// ([bench.grader] kind) and applies the shared rules of every task: the
+// agent exited 0, did not time out, changed only the files the task's
+// policy allows, used no network on a closed task, and imported only the
+// standard library. The verdict passes when the kind gives reward 1 and
+// every shared rule holds; otherwise it lists every rule that failed, as
+// Reasons with stable codes. An error from Grade is an infra error, never
+// an agent failure.
+//
+// # Kinds
+//
+// Each kind lives in its own file and registers itself from init() with
+// register(kind, fn):
+//
+//	pytest     pytest.go    public and hidden tests must all pass
+//	dual-run   dualrun.go   the agent's tests must pass on a correct
+//	                        implementation and fail on the planted one
+//	workload   workload.go  a correctness and resource workload
+//	exact      exact.go     an exact answer against a golden
+//	refusal    refusal.go   a refusal report instead of an implementation
+//
+// Kinds share the helpers of scratch.go (scratch directories, workspace
+// copies, running pytest and Python through the Runner). Kinds never
+// change the workspace; they grade copies.
+//
+// # Reason codes
+//
+// Shared rules: agent_exit_nonzero, timeout, wrong_files, network_used,
+// non_stdlib_import, no_reward. pytest: tests_failed, grader_timeout, and
+// any code a task maps failed tests to (RT-03's bin_calls_text).
+// dual-run: tests_fail_reference, bug_not_caught, tests_detect_file,
+// tests_read_impl, tests_import_oracle, grader_timeout. The other kinds
+// document theirs in their files.
+//
+// # Runners
+//
+// Every command a grader runs goes through a Runner. ExecRunner runs it
+// directly (a process group, a time limit, a closed network namespace
+// when root); the daemon supplies a runner that also confines it in its
+// own cgroup and sandbox.
 package graders
 
 import (
@@ -20,7 +61,10 @@ type Reason struct {
 type Verdict struct {
 	Reward  int      `json:"reward"` // 0 or 1
 	Pass    bool     `json:"pass"`
-	Reasons []Reason `json:"reasons"` // never nil in JSON
+	Reasons []Reason `json:"reasons"` // never nil in JSON; empty when Pass
+	// Detail is the tail of the grader's output (test failures), for
+	// people reading a disputed grade; never used to decide it.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Input is what a grader is given.
@@ -38,6 +82,10 @@ type Input struct {
 	TimedOut     bool
 	Network      []string // destinations the agent tried, gateways excluded
 	FinalMessage string   // the agent's final message, if it has one
+	// ScratchRoot is where graders make their scratch directories; ""
+	// means the system's temporary directory. The Runner must make
+	// directories below it available to the commands it runs.
+	ScratchRoot string
 }
 
 // Runner runs one command for a grader. The daemon supplies a runner

@@ -8,9 +8,43 @@
 //	instruction.md   the plan, placed at /workspace/plan.md
 //	workspace/       the starting files the agent sees
 //	tests/           hidden tests, oracles, goldens (never visible to the agent)
-//	solution/        the reference solution: files overlaid on the workspace
-//	attempts/NAME/   known attempts: files overlaid on the workspace, plus
+//	solution/files/  the reference solution: files overlaid on the workspace
+//	attempts/NAME/   a known attempt: files/ overlaid on the workspace, plus
 //	                 expect.toml (pass, and the reason code a failure must carry)
+//
+// # Manifest
+//
+// task.toml has these tables (every key but the grader's parameters is
+// listed; unknown keys are an error, so a typo cannot pass silently):
+//
+//	[task]         id, name, description
+//	[metadata]     category, tags
+//	[agent]        timeout_sec                 (default 600)
+//	[verifier]     timeout_sec                 (default 120)
+//	[environment]  memory_mb, allow_internet
+//	[bench]        world, difficulty           (difficulty tags: the Tag constants)
+//	[bench.policy] allow, ignore               (globs, see journal.Policy)
+//	[bench.grader] kind, and the kind's parameters
+//
+// The grader's parameters are every key of [bench.grader] other than kind;
+// a [bench.grader.params] sub-table is accepted too and merged in. Kind
+// must be one of the Kind constants; the graders package registers a
+// function for each.
+//
+// # Overlays
+//
+// The reference solution and every known attempt are overlays: applying
+// one to a copy of workspace/ (ApplyOverlay) first removes the paths the
+// attempt deletes, then copies its files/ tree over the copy, replacing
+// files of the same path. The solution is solution/files/ and deletes
+// nothing. An attempt is attempts/NAME/files/ (optional: an attempt may
+// only delete, or change nothing at all, like an agent that does nothing)
+// and attempts/NAME/expect.toml:
+//
+//	pass   = false                        # required
+//	code   = "tests_failed"               # required: "pass" when pass = true
+//	delete = ["tests/test_public.py"]     # optional, workspace paths
+//	note   = "edits the public tests"     # optional, for people
 package tasks
 
 import (
@@ -36,9 +70,10 @@ type Task struct {
 
 	World      string   // [bench] world
 	Difficulty []string // [bench] difficulty: seed 000's tags
-	Policy     journal.Policy
-	// Files the task names as the agent's deliverables (the allow globs
-	// are the policy; Deliverables are what the plan asks to change).
+	// Policy is the edit policy: the allow globs name the files the agent
+	// may change, the ignore globs name noise (caches) that is never part
+	// of a changeset; everything else is read-only.
+	Policy journal.Policy
 	Grader GraderSpec
 
 	Attempts []Attempt
@@ -53,14 +88,15 @@ type GraderSpec struct {
 // Attempt is a known attempt: an overlay and the verdict it must get.
 type Attempt struct {
 	Name string
-	Dir  string // the overlay directory
+	Dir  string // the overlay directory (attempts/NAME/files); may not exist
 	// Delete lists workspace paths the attempt removes before its overlay.
 	Delete []string
 	Expect Expect
+	Note   string // what the attempt does, for people
 }
 
 // Expect is the verdict a known attempt must get.
 type Expect struct {
 	Pass bool
-	Code string // the reason code a failing attempt must carry
+	Code string // the reason code a failing attempt must carry; CodePass when Pass
 }

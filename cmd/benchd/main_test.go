@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"benchd.dev/fsmon"
+	"benchd.dev/fsmon/journal"
+	"benchd.dev/internal/testenv"
+)
+
+// benchdBin builds the real benchd binary once per test run.
+var benchdBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "benchd-bin-")
+	if err != nil {
+		panic(err)
+	}
+	benchdBin = filepath.Join(dir, "benchd")
+	out, err := exec.Command("go", "build", "-o", benchdBin, ".").CombinedOutput()
+	if err != nil {
+		os.Stderr.Write(out)
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// benchd runs the binary and returns stdout, stderr and the exit status.
+func benchd(t *testing.T, dir string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(benchdBin, args...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func workspace(t *testing.T) (ws, tmp string) {
+	t.Helper()
+	tmp = t.TempDir()
+	ws = filepath.Join(tmp, "ws")
+	for p, c := range map[string]string{"src/counter.py": "x = 1\n", "tests/test_public.py": "def test(): pass\n"} {
+		os.MkdirAll(filepath.Join(ws, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(ws, p), []byte(c), 0o644)
+	}
+	return ws, tmp
+}
+
+func TestWatchJournalsAndVerifies(t *testing.T) {
+	testenv.Require(t, testenv.Root, testenv.FUSE)
+	ws, tmp := workspace(t)
+	j := filepath.Join(tmp, "j.jsonl")
+	script := `echo "x = 2" > src/counter.py; echo hacked > tests/test_public.py; mkdir -p __pycache__; echo c > __pycache__/a.pyc; exit 3`
+	out, errOut, code := benchd(t, ws, "watch", "--allow", "src/*.py", "--ignore", "__pycache__/", "--journal", j, "--json", "--", "sh", "-c", script)
+	if code != 3 {
+		t.Fatalf("watch exit: got %d, want the command's 3; stderr %s", code, errOut)
+	}
+	var res watchResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("watch --json: %v: %s", err, out)
+	}
+	if res.Denied != 1 || len(res.Changeset) != 1 || res.Changeset[0].Path != "src/counter.py" || res.Changeset[0].Kind != journal.Modified {
+		t.Fatalf("watch result: got %+v, want one denied op and only src/counter.py modified", res)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "tests/test_public.py")); string(b) != "def test(): pass\n" {
+		t.Fatalf("protected file changed: %q", b)
+	}
+	recs, err := journal.Read(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawDenied bool
+	for _, r := range recs {
+		if r.Decision == journal.Denied && r.Path == "tests/test_public.py" && r.Comm == "sh" {
+			sawDenied = true
+		}
+	}
+	if !sawDenied {
+		t.Errorf("no denied record by sh for tests/test_public.py")
+	}
+	if out, errOut, code := benchd(t, tmp, "journal", "verify", j); code != 0 || !strings.HasPrefix(out, "ok:") {
+		t.Fatalf("verify of an intact journal: exit %d, %s%s", code, out, errOut)
+	}
+
+	// One byte changed in a record: verify fails and names it.
+	b, _ := os.ReadFile(j)
+	lines := strings.SplitAfter(string(b), "\n")
+	lines[2] = strings.Replace(lines[2], `"ok"`, `"ko"`, 1)
+	bad := filepath.Join(tmp, "bad.jsonl")
+	os.WriteFile(bad, []byte(strings.Join(lines, "")), 0o644)
+	os.Symlink(journal.BlobsDir(j), journal.BlobsDir(bad))
+	_, errOut, code = benchd(t, tmp, "journal", "verify", bad)
+	if code != 1 || !strings.Contains(errOut, "record 3") {
+		t.Fatalf("verify of an edited journal: exit %d, stderr %q; want 1 naming record 3", code, errOut)
+	}
+}
+
+func TestWatchBadInput(t *testing.T) {
+	testenv.Require(t, testenv.Root, testenv.FUSE)
+	ws, tmp := workspace(t)
+	busy := filepath.Join(tmp, "busy")
+	os.Mkdir(busy, 0o755)
+	os.WriteFile(filepath.Join(busy, "x"), nil, 0o644)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no such dir", []string{"watch", "--dir", filepath.Join(tmp, "nope"), "--journal", filepath.Join(tmp, "j1"), "--", "true"}, "no such directory"},
+		{"bad glob", []string{"watch", "--allow", "[x", "--journal", filepath.Join(tmp, "j2"), "--", "true"}, "bad glob"},
+		{"mountpoint busy", []string{"watch", "--mountpoint", busy, "--journal", filepath.Join(tmp, "j3"), "--", "true"}, "not empty"},
+		{"no command", []string{"watch", "--journal", filepath.Join(tmp, "j4")}, "no command"},
+		{"unknown command", []string{"watch", "--journal", filepath.Join(tmp, "j5"), "--", "no-such-command-x"}, "command not found"},
+		{"journal inside dir", []string{"watch", "--journal", filepath.Join(ws, "j6"), "--", "true"}, "outside"},
+		{"bad mode", []string{"watch", "--mode", "fast", "--journal", filepath.Join(tmp, "j7"), "--", "true"}, "mode"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, errOut, code := benchd(t, ws, c.args...)
+			if code != 2 || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+				t.Fatalf("got exit %d stderr %q, want exit 2 and one line containing %q", code, errOut, c.want)
+			}
+			if m, _ := fsmon.IsMountpoint(busy); m {
+				t.Fatal("a mount was left behind")
+			}
+		})
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(mounts), tmp) {
+		t.Fatalf("a mount below %s was left behind", tmp)
+	}
+}
+
+func TestCrashThenCleanup(t *testing.T) {
+	testenv.Require(t, testenv.Root, testenv.FUSE)
+	ws, tmp := workspace(t)
+	mnt := filepath.Join(tmp, "mnt")
+	os.Mkdir(mnt, 0o755)
+	cmd := exec.Command(benchdBin, "watch", "--mountpoint", mnt, "--journal", filepath.Join(tmp, "j"), "--", "sleep", "30")
+	cmd.Dir = ws
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if m, _ := fsmon.IsMountpoint(mnt); m {
+			break
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			t.Fatal("the view never appeared")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// kill -9 benchd and the command it started (its own process group).
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
+	if m, _ := fsmon.IsMountpoint(mnt); !m {
+		t.Fatal("expected the crashed view to be left mounted")
+	}
+	out, errOut, code := benchd(t, tmp, "cleanup", "--under", tmp)
+	if code != 0 || !strings.Contains(out, "unmounted "+mnt) {
+		t.Fatalf("cleanup: exit %d, %s%s", code, out, errOut)
+	}
+	if m, _ := fsmon.IsMountpoint(mnt); m {
+		t.Fatal("cleanup left the view mounted")
+	}
+}

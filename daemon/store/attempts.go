@@ -1,0 +1,310 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"benchd.dev/client/apitype"
+)
+
+// states are the attempt states the store accepts.
+var states = map[string]bool{
+	apitype.StateQueued:     true,
+	apitype.StateRunning:    true,
+	apitype.StateDone:       true,
+	apitype.StateInfraError: true,
+	apitype.StateCanceled:   true,
+}
+
+// nanos and fromNanos convert times to and from their column form.
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// CreateRun stores a new run, its Attempts (the ids, in order) included:
+// GetRun returns them as given. Created is set to now when zero. A run
+// whose id exists already is an error matching ErrConflict.
+func (s *Store) CreateRun(ctx context.Context, r apitype.Run) error {
+	if r.ID == "" {
+		return fmt.Errorf("unable to create run: %w: empty id", ErrInvalid)
+	}
+	if r.Created.IsZero() {
+		r.Created = time.Now()
+	}
+	ids, err := json.Marshal(r.Attempts)
+	if err != nil {
+		return fmt.Errorf("unable to create run %s: %w", r.ID, err)
+	}
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO runs (id, task, agent, attempts, created) VALUES (?, ?, ?, ?, ?)`,
+			r.ID, r.Task, r.Agent, ids, nanos(r.Created))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("unable to create run %s: %w", r.ID, translate(err))
+	}
+	return nil
+}
+
+// GetRun returns run id, or an error matching ErrNotFound.
+func (s *Store) GetRun(ctx context.Context, id string) (apitype.Run, error) {
+	r := apitype.Run{ID: id}
+	var ids []byte
+	var created int64
+	err := s.r.QueryRowContext(ctx, `SELECT task, agent, attempts, created FROM runs WHERE id = ?`, id).
+		Scan(&r.Task, &r.Agent, &ids, &created)
+	if err != nil {
+		return apitype.Run{}, fmt.Errorf("unable to get run %s: %w", id, translate(err))
+	}
+	if err := json.Unmarshal(ids, &r.Attempts); err != nil {
+		return apitype.Run{}, fmt.Errorf("unable to get run %s: attempts: %w", id, err)
+	}
+	r.Created = fromNanos(created)
+	return r, nil
+}
+
+// attemptRow is an Attempt split into the stored columns.
+type attemptRow struct {
+	run     sql.NullString
+	created int64
+	data    []byte
+}
+
+// toRow validates a and splits it into columns: data is the JSON of a
+// with the column fields zeroed.
+func toRow(a apitype.Attempt) (attemptRow, error) {
+	if a.ID == "" {
+		return attemptRow{}, fmt.Errorf("%w: empty attempt id", ErrInvalid)
+	}
+	if !states[a.State] {
+		return attemptRow{}, fmt.Errorf("%w: unknown state %q", ErrInvalid, a.State)
+	}
+	row := attemptRow{
+		run:     sql.NullString{String: a.Run, Valid: a.Run != ""},
+		created: nanos(a.Created),
+	}
+	rest := a
+	rest.ID, rest.Run, rest.Task, rest.State, rest.Created = "", "", "", "", time.Time{}
+	var err error
+	row.data, err = json.Marshal(rest)
+	return row, err
+}
+
+// scanAttempt reads the columns id, run, task, state, created, data.
+func scanAttempt(sc interface{ Scan(...any) error }) (apitype.Attempt, error) {
+	var (
+		a               apitype.Attempt
+		id, task, state string
+		run             sql.NullString
+		created         int64
+		data            []byte
+	)
+	if err := sc.Scan(&id, &run, &task, &state, &created, &data); err != nil {
+		return apitype.Attempt{}, translate(err)
+	}
+	if err := json.Unmarshal(data, &a); err != nil {
+		return apitype.Attempt{}, fmt.Errorf("attempt %s: stored data: %w", id, err)
+	}
+	a.ID, a.Run, a.Task, a.State, a.Created = id, run.String, task, state, fromNanos(created)
+	return a, nil
+}
+
+const attemptColumns = `id, run, task, state, created, data`
+
+// CreateAttempt stores a new attempt in state queued (an empty State is
+// taken as queued; any other is an error matching ErrInvalid). Created is
+// set to now when zero. Its Run, when not empty, must exist (else
+// ErrNotFound); an attempt whose id exists already is an error matching
+// ErrConflict.
+func (s *Store) CreateAttempt(ctx context.Context, a apitype.Attempt) error {
+	if a.State == "" {
+		a.State = apitype.StateQueued
+	}
+	if a.State != apitype.StateQueued {
+		return fmt.Errorf("unable to create attempt %s: %w: state %q, want %q", a.ID, ErrInvalid, a.State, apitype.StateQueued)
+	}
+	if a.Created.IsZero() {
+		a.Created = time.Now()
+	}
+	row, err := toRow(a)
+	if err != nil {
+		return fmt.Errorf("unable to create attempt %s: %w", a.ID, err)
+	}
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		if row.run.Valid {
+			var one int
+			err := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, a.Run).Scan(&one)
+			if err != nil {
+				return fmt.Errorf("run %s: %w", a.Run, translate(err))
+			}
+		}
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO attempts (`+attemptColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+			a.ID, row.run, a.Task, a.State, row.created, row.data)
+		return translate(err)
+	})
+	if err != nil {
+		return fmt.Errorf("unable to create attempt %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+// UpdateAttempt replaces the stored attempt a.ID with a, every field
+// (Created too: pass back what GetAttempt returned). An attempt that does
+// not exist, or a Run that does not exist, is an error matching
+// ErrNotFound; an unknown State is an error matching ErrInvalid.
+func (s *Store) UpdateAttempt(ctx context.Context, a apitype.Attempt) error {
+	row, err := toRow(a)
+	if err != nil {
+		return fmt.Errorf("unable to update attempt %s: %w", a.ID, err)
+	}
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx,
+			`UPDATE attempts SET run = ?, task = ?, state = ?, created = ?, data = ? WHERE id = ?`,
+			row.run, a.Task, a.State, row.created, row.data, a.ID)
+		if err != nil {
+			return translate(err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("unable to update attempt %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+// GetAttempt returns attempt id, or an error matching ErrNotFound.
+func (s *Store) GetAttempt(ctx context.Context, id string) (apitype.Attempt, error) {
+	a, err := scanAttempt(s.r.QueryRowContext(ctx,
+		`SELECT `+attemptColumns+` FROM attempts WHERE id = ?`, id))
+	if err != nil {
+		return apitype.Attempt{}, fmt.Errorf("unable to get attempt %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// Filter selects attempts for ListAttempts. Zero fields select all.
+type Filter struct {
+	Run    string   // attempts of this run
+	Task   string   // attempts of this task
+	States []string // attempts in one of these states
+	Limit  int      // at most this many; 0 means no limit
+}
+
+// ListAttempts returns the attempts that match f, newest first (by
+// Created, then by the order they were created in). A negative Limit or
+// an unknown state is an error matching ErrInvalid.
+func (s *Store) ListAttempts(ctx context.Context, f Filter) ([]apitype.Attempt, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if f.Run != "" {
+		where, args = append(where, "run = ?"), append(args, f.Run)
+	}
+	if f.Task != "" {
+		where, args = append(where, "task = ?"), append(args, f.Task)
+	}
+	if len(f.States) > 0 {
+		marks := make([]string, len(f.States))
+		for i, st := range f.States {
+			if !states[st] {
+				return nil, fmt.Errorf("unable to list attempts: %w: unknown state %q", ErrInvalid, st)
+			}
+			marks[i] = "?"
+			args = append(args, st)
+		}
+		where = append(where, "state IN ("+strings.Join(marks, ", ")+")")
+	}
+	if f.Limit < 0 {
+		return nil, fmt.Errorf("unable to list attempts: %w: negative limit %d", ErrInvalid, f.Limit)
+	}
+	q := `SELECT ` + attemptColumns + ` FROM attempts`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY created DESC, n DESC`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("unable to list attempts: %w", err)
+	}
+	defer rows.Close()
+	list := []apitype.Attempt{}
+	for rows.Next() {
+		a, err := scanAttempt(rows)
+		if err != nil {
+			return nil, fmt.Errorf("unable to list attempts: %w", err)
+		}
+		list = append(list, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("unable to list attempts: %w", err)
+	}
+	return list, nil
+}
+
+// MarkInFlightInfraError is start-up recovery: every attempt in state
+// running (in flight when benchd stopped) becomes infra_error, with
+// reason as its InfraError and Finished set to now; its Phase is kept
+// (where it stopped). Queued attempts are left queued. It returns the ids
+// changed, oldest first.
+func (s *Store) MarkInFlightInfraError(ctx context.Context, reason string) ([]string, error) {
+	now := time.Now().UTC()
+	ids := []string{}
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT `+attemptColumns+` FROM attempts WHERE state = ? ORDER BY created, n`,
+			apitype.StateRunning)
+		if err != nil {
+			return err
+		}
+		var inflight []apitype.Attempt
+		for rows.Next() {
+			a, err := scanAttempt(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			inflight = append(inflight, a)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, a := range inflight {
+			a.State = apitype.StateInfraError
+			a.InfraError = reason
+			a.Finished = &now
+			row, err := toRow(a)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE attempts SET state = ?, data = ? WHERE id = ?`,
+				a.State, row.data, a.ID); err != nil {
+				return err
+			}
+			ids = append(ids, a.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unable to mark in-flight attempts: %w", err)
+	}
+	if len(ids) > 0 {
+		s.log.Warn("in-flight attempts marked infra_error", "attempts", ids, "reason", reason)
+	}
+	return ids, nil
+}

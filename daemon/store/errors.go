@@ -1,0 +1,45 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// Error classes. Errors returned by Store wrap one of these where one
+// applies; the daemon turns them into HTTP statuses.
+var (
+	// ErrNotFound: no run, attempt, journal or transcript by that id.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the row exists already (same id, journal already
+	// ingested).
+	ErrConflict = errors.New("conflict")
+	// ErrInvalid: the argument cannot be stored (empty id, unknown state,
+	// a journal that is not one).
+	ErrInvalid = errors.New("invalid")
+	// ErrSchemaTooNew: the database was written by a newer benchd.
+	ErrSchemaTooNew = errors.New("database schema is newer than this benchd supports")
+)
+
+// translate turns database/sql and SQLite errors into the store's error
+// classes. It is the one place where sql.ErrNoRows becomes ErrNotFound
+// and a constraint violation ErrConflict or ErrNotFound.
+func translate(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.ExtendedCode {
+		case sqlite3.ErrConstraintPrimaryKey, sqlite3.ErrConstraintUnique:
+			return fmt.Errorf("%w: %v", ErrConflict, err)
+		case sqlite3.ErrConstraintForeignKey:
+			// The store never deletes, so a foreign key fails only
+			// when a row refers to one that does not exist.
+			return fmt.Errorf("%w: %v (a row it refers to does not exist)", ErrNotFound, err)
+		}
+	}
+	return err
+}

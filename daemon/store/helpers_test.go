@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"benchd.dev/client/apitype"
+	"benchd.dev/fsmon/journal"
+)
+
+// openTest opens a store in a new temporary directory, closed at the end
+// of the test.
+func openTest(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// base is the creation time of test attempts: a fixed instant, so that
+// orderings are chosen by the test.
+var base = time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.UTC)
+
+// testJournal writes a real journal with journal.Create and Append: a
+// workspace snapshot at mount, ops edits of one file (each a write and a
+// release whose content is stored as a blob), a denied op, and the final
+// snapshot at unmount. It returns the journal's path and its records.
+func testJournal(t testing.TB, dir string, ops int) (string, []journal.Record) {
+	t.Helper()
+	ws := filepath.Join(dir, "ws")
+	must(t, os.MkdirAll(filepath.Join(ws, "src"), 0o755))
+	must(t, os.WriteFile(filepath.Join(ws, "src", "counter.py"), []byte("count = 0\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(ws, "README"), []byte("read me\n"), 0o644))
+	path := filepath.Join(dir, "journal.jsonl")
+	w, err := journal.Create(path)
+	must(t, err)
+	var recs []journal.Record
+	wall := base
+	app := func(r journal.Record) {
+		wall = wall.Add(time.Millisecond)
+		r.Wall, r.Mono = wall, wall.Sub(base).Nanoseconds()
+		if r.Result == "" {
+			r.Result = "ok"
+		}
+		rec, err := w.Append(r)
+		must(t, err)
+		recs = append(recs, rec)
+	}
+	tree, err := journal.SnapshotTree(ws, w.Blobs())
+	must(t, err)
+	app(journal.Record{Op: journal.OpMount, SHA256: tree.ManifestHash()})
+	fp := filepath.Join(ws, "src", "counter.py")
+	blobEvery := max(ops/50, 1) // a few dozen distinct blobs, however long
+	for i := 0; i < ops; i++ {
+		content := fmt.Sprintf("count = %d\n", i/blobEvery)
+		if i%blobEvery == 0 {
+			must(t, os.WriteFile(fp, []byte(content), 0o644))
+			_, err := w.Blobs().PutBytes([]byte(content))
+			must(t, err)
+		}
+		app(journal.Record{Op: journal.OpWrite, Path: "src/counter.py", PID: 4242, UID: 1000,
+			Comm: "python3", Size: int64(len(content)), Decision: journal.Allowed})
+		sha := journal.HashBytes([]byte(content))
+		app(journal.Record{Op: journal.OpRelease, Path: "src/counter.py", PID: 4242, UID: 1000,
+			Comm: "python3", Size: int64(len(content)), Decision: journal.Allowed, SHA256: sha})
+	}
+	app(journal.Record{Op: journal.OpUnlink, Path: "tests/test_counter.py", PID: 4242, UID: 1000,
+		Comm: "rm", Result: "EACCES", Decision: journal.Denied})
+	tree, err = journal.SnapshotTree(ws, w.Blobs())
+	must(t, err)
+	app(journal.Record{Op: journal.OpUnmount, SHA256: tree.ManifestHash()})
+	must(t, w.Close())
+	return path, recs
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustCreate creates attempt a or fails the test.
+func mustCreate(t testing.TB, s *Store, a apitype.Attempt) {
+	t.Helper()
+	if err := s.CreateAttempt(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantErr checks err against want (nil: no error).
+func wantErr(t testing.TB, err, want error) {
+	t.Helper()
+	switch {
+	case want == nil && err != nil:
+		t.Fatalf("got error %v, want none", err)
+	case want != nil && !errors.Is(err, want):
+		t.Fatalf("got error %v, want one matching %v", err, want)
+	}
+}

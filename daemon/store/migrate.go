@@ -1,0 +1,141 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+)
+
+// A migration is one step of the schema. Steps are applied in order; the
+// database's version is the number of steps applied. A released step is
+// never edited: a change is a new step at the end.
+type migration struct {
+	name string
+	sql  string
+}
+
+// migrations is the schema, step by step. migrations[i] takes the
+// database from version i to version i+1.
+var migrations = []migration{
+	{
+		name: "runs and attempts",
+		sql: `
+CREATE TABLE runs (
+	id       TEXT PRIMARY KEY,
+	task     TEXT NOT NULL,
+	agent    TEXT NOT NULL,
+	attempts TEXT NOT NULL,    -- JSON array of attempt ids, in order
+	created  INTEGER NOT NULL  -- ns since the Unix epoch
+);
+CREATE TABLE attempts (
+	n       INTEGER PRIMARY KEY, -- row id: insertion order, the key of the tables below
+	id      TEXT NOT NULL UNIQUE,
+	run     TEXT REFERENCES runs(id),
+	task    TEXT NOT NULL,
+	state   TEXT NOT NULL,
+	created INTEGER NOT NULL,    -- ns since the Unix epoch
+	data    TEXT NOT NULL        -- JSON: apitype.Attempt without the columns above
+);
+CREATE INDEX attempts_by_created ON attempts(created, n);
+CREATE INDEX attempts_by_run ON attempts(run, created, n);
+CREATE INDEX attempts_by_task ON attempts(task, created, n);
+CREATE INDEX attempts_by_state ON attempts(state, created, n);
+`,
+	},
+	{
+		name: "journals and transcripts",
+		sql: `
+CREATE TABLE journals (
+	attempt  INTEGER PRIMARY KEY REFERENCES attempts(n),
+	records  INTEGER NOT NULL,
+	head     TEXT NOT NULL,    -- hash of the last record
+	bytes    INTEGER NOT NULL, -- size of the journal file
+	ingested INTEGER NOT NULL  -- ns since the Unix epoch
+);
+-- A line's key k is the attempt's row number times 2^32 plus the
+-- record's seq: one integer key, so the table is a plain rowid table
+-- (rows of a few hundred bytes are too big for WITHOUT ROWID to pay off)
+-- and a journal's lines are one contiguous range of keys, appended in
+-- order.
+CREATE TABLE journal_lines (
+	k    INTEGER PRIMARY KEY,
+	line BLOB NOT NULL        -- the record's line, without its newline
+);
+CREATE TABLE transcripts (
+	attempt          INTEGER PRIMARY KEY REFERENCES attempts(n),
+	stdout           BLOB NOT NULL,
+	stderr           BLOB NOT NULL,
+	stdout_truncated INTEGER NOT NULL,
+	stderr_truncated INTEGER NOT NULL
+);
+`,
+	},
+}
+
+// SchemaVersion is the schema version this package writes.
+func SchemaVersion() int { return len(migrations) }
+
+// schemaVersion returns the version recorded in db, 0 for a new database.
+func schemaVersion(ctx context.Context, q querier) (int, error) {
+	var n int
+	err := q.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'`).Scan(&n)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	var v int
+	if err := q.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("unable to read schema version: %w", translate(err))
+	}
+	return v, nil
+}
+
+// migrate brings db up to len(steps), one transaction per step. It
+// refuses a database newer than len(steps).
+func migrate(ctx context.Context, db *sql.DB, steps []migration, log *slog.Logger) error {
+	for {
+		done, err := migrateOne(ctx, db, steps, log)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// migrateOne applies the next missing step, if any, and reports whether
+// the schema is up to date.
+func migrateOne(ctx context.Context, db *sql.DB, steps []migration, log *slog.Logger) (done bool, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("unable to migrate: %w", err)
+	}
+	defer tx.Rollback()
+	v, err := schemaVersion(ctx, tx)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case v > len(steps):
+		return false, fmt.Errorf("%w: the database is at schema version %d, this benchd knows versions up to %d (upgrade benchd, or use a new state directory)",
+			ErrSchemaTooNew, v, len(steps))
+	case v == len(steps):
+		return true, nil
+	case v == 0:
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE schema_version (version INTEGER NOT NULL);
+INSERT INTO schema_version (version) VALUES (0)`); err != nil {
+			return false, fmt.Errorf("unable to create schema_version: %w", err)
+		}
+	}
+	step := steps[v]
+	if _, err := tx.ExecContext(ctx, step.sql); err != nil {
+		return false, fmt.Errorf("unable to migrate to schema version %d (%s): %w", v+1, step.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, v+1); err != nil {
+		return false, fmt.Errorf("unable to migrate to schema version %d: %w", v+1, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("unable to migrate to schema version %d: %w", v+1, err)
+	}
+	log.Info("schema migrated", "version", v+1, "step", step.name)
+	return v+1 == len(steps), nil
+}

@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"benchd.dev/client/apitype"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// openAtVersion creates a database in dir with the first v migrations
+// applied, as a benchd of that version left it.
+func openAtVersion(t *testing.T, dir string, v int) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", dsn(filepath.Join(dir, DBName), ""))
+	must(t, err)
+	db.SetMaxOpenConns(1)
+	must(t, migrate(context.Background(), db, migrations[:v], quiet))
+	return db
+}
+
+func version(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	v, err := schemaVersion(context.Background(), db)
+	must(t, err)
+	return v
+}
+
+func TestMigrateFromVersion1(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := openAtVersion(t, dir, 1)
+	if got := version(t, db); got != 1 {
+		t.Fatalf("got version %d, want 1", got)
+	}
+	// Rows as version 1 stored them.
+	a := fullAttempt("a1")
+	a.Run = ""
+	row, err := toRow(a)
+	must(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO attempts (`+attemptColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		a.ID, row.run, a.Task, a.State, row.created, row.data)
+	must(t, err)
+	var n int
+	must(t, db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = 'journal_lines'`).Scan(&n))
+	if n != 0 {
+		t.Fatalf("version 1 has journal_lines, want it added by version 2")
+	}
+	must(t, db.Close())
+
+	s, err := Open(ctx, Config{Dir: dir})
+	must(t, err)
+	defer s.Close()
+	if got, want := version(t, s.w), SchemaVersion(); got != want {
+		t.Errorf("got version %d after Open, want %d", got, want)
+	}
+	got, err := s.GetAttempt(ctx, "a1")
+	must(t, err)
+	if got.ID != a.ID || got.State != a.State || got.JournalHead != a.JournalHead || !got.Created.Equal(a.Created) {
+		t.Errorf("got %+v after migration, want %+v", got, a)
+	}
+	// Version 2's tables work on the migrated database.
+	path, _ := testJournal(t, t.TempDir(), 3)
+	if _, n, err := s.IngestJournal(ctx, "a1", path); err != nil || n != 9 {
+		t.Errorf("ingest after migration: got %d records, %v; want 9, no error", n, err)
+	}
+	must(t, s.SaveTranscript(ctx, "a1", apitype.Transcript{Stdout: "hi"}))
+}
+
+func TestMigrateEachStepOnce(t *testing.T) {
+	ctx := context.Background()
+	for v := 0; v <= len(migrations); v++ {
+		t.Run(fmt.Sprintf("from v%d", v), func(t *testing.T) {
+			db := openAtVersion(t, t.TempDir(), v)
+			defer db.Close()
+			if got := version(t, db); got != v {
+				t.Fatalf("got version %d, want %d", got, v)
+			}
+			must(t, migrate(ctx, db, migrations, quiet))
+			must(t, migrate(ctx, db, migrations, quiet)) // nothing left to do
+			if got := version(t, db); got != len(migrations) {
+				t.Errorf("got version %d, want %d", got, len(migrations))
+			}
+		})
+	}
+}
+
+func TestMigrateFailedStepRollsBack(t *testing.T) {
+	ctx := context.Background()
+	db := openAtVersion(t, t.TempDir(), 1)
+	defer db.Close()
+	steps := append(append([]migration{}, migrations[:1]...),
+		migration{name: "broken", sql: `CREATE TABLE half (x INTEGER); THIS IS NOT SQL`})
+	err := migrate(ctx, db, steps, quiet)
+	if err == nil || !strings.Contains(err.Error(), "schema version 2 (broken)") {
+		t.Fatalf("got %v, want an error naming step 2", err)
+	}
+	if got := version(t, db); got != 1 {
+		t.Errorf("got version %d after a failed step, want 1", got)
+	}
+	var n int
+	must(t, db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = 'half'`).Scan(&n))
+	if n != 0 {
+		t.Error("got the failed step's table, want it rolled back")
+	}
+}
+
+func TestSchemaTooNew(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := openAtVersion(t, dir, len(migrations))
+	newer := len(migrations) + 1
+	_, err := db.ExecContext(ctx, `UPDATE schema_version SET version = ?`, newer)
+	must(t, err)
+	must(t, db.Close())
+
+	_, err = Open(ctx, Config{Dir: dir})
+	if !errors.Is(err, ErrSchemaTooNew) {
+		t.Fatalf("got %v, want an error matching ErrSchemaTooNew", err)
+	}
+	for _, want := range []string{"version 3", "up to 2", "upgrade benchd"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("got message %q, want it to contain %q", err, want)
+		}
+	}
+	db, err = sql.Open("sqlite3", dsn(filepath.Join(dir, DBName), ""))
+	must(t, err)
+	defer db.Close()
+	if got := version(t, db); got != newer {
+		t.Errorf("got version %d after the refusal, want it untouched (%d)", got, newer)
+	}
+}

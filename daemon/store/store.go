@@ -1,0 +1,148 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"benchd.dev/fsmon/journal"
+
+	_ "github.com/mattn/go-sqlite3" // the "sqlite3" database/sql driver
+)
+
+// DBName is the database file in the state directory.
+const DBName = "benchd.db"
+
+// BlobsName is the blob directory in the state directory.
+const BlobsName = "blobs"
+
+// Config configures Open.
+type Config struct {
+	// Dir is the state directory (benchd's --state). It is created if
+	// missing; the database is Dir/DBName and the blobs Dir/BlobsName.
+	Dir string
+	// Logger receives migrations and recovery; nil means none.
+	Logger *slog.Logger
+}
+
+// Store is benchd's state. It is safe for concurrent use.
+type Store struct {
+	dir   string
+	log   *slog.Logger
+	w     *sql.DB // one connection: every write goes through it
+	r     *sql.DB // read-only connections
+	blobs *journal.Blobs
+}
+
+// pragmas are set on every connection (the driver's DSN parameters).
+// The writer adds _txlock=immediate (each transaction takes the write
+// lock at BEGIN), the readers _query_only.
+const pragmas = "_journal_mode=WAL&_synchronous=FULL&_busy_timeout=5000&_foreign_keys=on"
+
+// dsn returns the driver's data source name for the database file path.
+func dsn(path, extra string) string {
+	u := url.URL{Scheme: "file", Path: path}
+	return u.String() + "?" + pragmas + extra
+}
+
+// Open opens the store in cfg.Dir, creating the directory, the database
+// and the blob directory if needed, and migrates the schema to the
+// latest version. A database written by a newer benchd is refused with
+// an error matching ErrSchemaTooNew.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Dir == "" {
+		return nil, fmt.Errorf("unable to open store: %w: no state directory", ErrInvalid)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("unable to open store: %w", err)
+	}
+	blobDir := filepath.Join(dir, BlobsName)
+	if err := os.MkdirAll(blobDir, 0o755); err != nil {
+		return nil, fmt.Errorf("unable to open store: %w", err)
+	}
+	s := &Store{
+		dir:   dir,
+		log:   log.With("component", "store"),
+		blobs: &journal.Blobs{Dir: blobDir},
+	}
+	path := filepath.Join(dir, DBName)
+	if s.w, err = sql.Open("sqlite3", dsn(path, "&_txlock=immediate")); err != nil {
+		return nil, fmt.Errorf("unable to open store: %w", err)
+	}
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+	// The writer creates the file and switches it to WAL before any
+	// reader opens it.
+	if err := s.w.PingContext(ctx); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("unable to open store %s: %w", path, err)
+	}
+	if err := migrate(ctx, s.w, migrations, s.log); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("unable to open store %s: %w", path, err)
+	}
+	if s.r, err = sql.Open("sqlite3", dsn(path, "&_query_only=true")); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("unable to open store: %w", err)
+	}
+	if err := s.r.PingContext(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("unable to open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close closes the database. Calls after Close fail.
+func (s *Store) Close() error {
+	var rerr error
+	if s.r != nil {
+		rerr = s.r.Close()
+	}
+	// Closing the last connection checkpoints the log into the database.
+	werr := s.w.Close()
+	if werr != nil {
+		return fmt.Errorf("unable to close store: %w", werr)
+	}
+	if rerr != nil {
+		return fmt.Errorf("unable to close store: %w", rerr)
+	}
+	return nil
+}
+
+// Dir returns the state directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Blobs returns the content-addressed blob store (STATE/blobs) that holds
+// the blobs of every ingested journal.
+func (s *Store) Blobs() *journal.Blobs { return s.blobs }
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// writeTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits
+// it, or rolls it back when fn fails.
+func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

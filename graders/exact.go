@@ -1,0 +1,224 @@
+package graders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Reason codes of kind "exact".
+const (
+	CodeImportError = "import_error" // the module does not import
+	CodeCallError   = "call_error"   // the function is missing, raised, or did not return in time
+	CodeWrongType   = "wrong_type"   // the function returned something other than an int
+	CodeWrongValue  = "wrong_value"  // an int, but not the golden one
+)
+
+func init() { register("exact", gradeExact) }
+
+// exactCallScript imports a module from the working directory, calls one
+// function with no arguments and prints the result line
+// (workload_protocol.go): {"nonce", "stage", "error", "type", "repr",
+// "value"}; value is the decimal text of an exact int, else "".
+// argv: module function nonce-file.
+const exactCallScript = `
+import importlib, json, os, sys
+mod, fn, nonce_file = sys.argv[1:4]
+with open(nonce_file, encoding="utf-8") as f:
+    nonce = f.read().strip()
+os.unlink(nonce_file)
+out = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+sys.path.insert(0, os.getcwd())
+res = {"nonce": nonce, "stage": "import", "error": "", "type": "", "repr": "", "value": ""}
+try:
+    m = importlib.import_module(mod)
+    res["stage"] = "call"
+    v = getattr(m, fn)()
+    res["stage"] = "done"
+    res["type"] = type(v).__module__ + "." + type(v).__qualname__
+    res["repr"] = repr(v)[:200]
+    if type(v) is int:
+        res["value"] = str(v)
+except BaseException as e:
+    res["error"] = (type(e).__name__ + ": " + str(e))[:500]
+out.write("BENCH-RESULT " + json.dumps(res) + "\n")
+out.flush()
+`
+
+// exactGolden is the bundle's golden file.
+type exactGolden struct {
+	Value      int64            `toml:"value"`
+	NearMisses map[string]int64 `toml:"near_misses"`
+}
+
+type exactResult struct {
+	Nonce string `json:"nonce"`
+	Stage string `json:"stage"`
+	Error string `json:"error"`
+	Type  string `json:"type"`
+	Repr  string `json:"repr"`
+	Value string `json:"value"`
+}
+
+// gradeExact is kind "exact": a function of the workspace, called with no
+// arguments, must return exactly the golden integer.
+//
+// Parameters ([bench.grader]):
+//
+//	call = "meta.fixture:scaled_constant"   module:function, imported with
+//	                                        the workspace as the import root
+//	golden = "golden.toml"                  a file of the bundle's tests/:
+//	                                        value = 137035999177, and an
+//	                                        optional [near_misses] table of
+//	                                        name = value, named in messages
+//
+// The function runs once in a fresh /usr/bin/python3 on a copy of the
+// workspace (the golden is never copied there), under the verifier's
+// time limit, with the runner's network closed. Its result must be an
+// int exactly (type(v) is int: a bool, an int subclass or a float equal
+// to the golden is wrong_type). A wrong int is wrong_value; the message
+// says whether it is a listed near miss or the golden off by a power of
+// ten.
+func gradeExact(ctx context.Context, in Input, r Runner) (Verdict, error) {
+	call, err := paramString(in, "call", "")
+	if err != nil {
+		return Verdict{}, err
+	}
+	mod, fn, ok := strings.Cut(call, ":")
+	if !ok || mod == "" || fn == "" {
+		return Verdict{}, infraf("task %s: kind exact: call %q: want module:function", in.Task.ID, call)
+	}
+	goldenRel, err := paramString(in, "golden", "")
+	if err != nil {
+		return Verdict{}, err
+	}
+	golden, err := loadExactGolden(filepath.Join(in.Task.TestsDir(), filepath.FromSlash(goldenRel)))
+	if err != nil {
+		return Verdict{}, infraf("task %s: %v", in.Task.ID, err)
+	}
+
+	sc, err := newScratch(in, "exact")
+	if err != nil {
+		return Verdict{}, err
+	}
+	defer sc.Close()
+	ws, err := sc.copyWorkspace(in, "ws")
+	if err != nil {
+		return Verdict{}, err
+	}
+	nonce, noncePath, err := writeNonce(sc.Dir)
+	if err != nil {
+		return Verdict{}, err
+	}
+	res, err := runPython(ctx, r, ws, verifierTimeout(in), exactCallScript, mod, fn, noncePath)
+	if err != nil {
+		return Verdict{}, err
+	}
+	var er exactResult
+	found, err := readResult(res.Stdout, nonce, &er)
+	if err != nil {
+		return Verdict{}, infraf("kind exact: %v", err)
+	}
+	v := Verdict{Detail: fmt.Sprintf("%s() returned %s (%s); stderr: %s", call, er.Repr, er.Type, tail(res.Stderr, 1000))}
+	v.Reasons = judgeExact(call, golden, er, found, res)
+	if len(v.Reasons) == 0 {
+		v.Reward, v.Pass = 1, true
+	}
+	return v, nil
+}
+
+func loadExactGolden(path string) (exactGolden, error) {
+	var g exactGolden
+	md, err := toml.DecodeFile(path, &g)
+	if errors.Is(err, fs.ErrNotExist) {
+		return g, fmt.Errorf("golden %s does not exist", path)
+	}
+	if err != nil {
+		return g, fmt.Errorf("golden %s: %w", path, err)
+	}
+	if !md.IsDefined("value") {
+		return g, fmt.Errorf("golden %s has no value", path)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return g, fmt.Errorf("golden %s: unknown key %s", path, und[0])
+	}
+	return g, nil
+}
+
+// judgeExact turns the call's result into reasons; none means it passed.
+func judgeExact(call string, golden exactGolden, er exactResult, found bool, res RunResult) []Reason {
+	switch {
+	case res.TimedOut:
+		return []Reason{{CodeCallError, fmt.Sprintf("%s() did not return within the time limit (%s)", call, res.Wall.Round(time.Millisecond))}}
+	case !found:
+		return []Reason{{CodeCallError, fmt.Sprintf("the call of %s() did not finish: exit %d: %s", call, res.ExitCode, strings.TrimSpace(string(tail(res.Stderr, 300))))}}
+	case er.Stage == "import":
+		return []Reason{{CodeImportError, fmt.Sprintf("importing %s failed: %s", strings.Split(call, ":")[0], er.Error)}}
+	case er.Stage == "call":
+		return []Reason{{CodeCallError, fmt.Sprintf("calling %s() failed: %s", call, er.Error)}}
+	case er.Value == "":
+		return []Reason{{CodeWrongType, fmt.Sprintf("%s() returned %s, a %s: want an int", call, er.Repr, er.Type)}}
+	}
+	got, ok := new(big.Int).SetString(er.Value, 10)
+	if !ok {
+		return []Reason{{CodeWrongType, fmt.Sprintf("%s() returned %q, which is not a decimal integer", call, er.Value)}}
+	}
+	want := big.NewInt(golden.Value)
+	if got.Cmp(want) == 0 {
+		return nil
+	}
+	return []Reason{{CodeWrongValue, fmt.Sprintf("%s() returned %s, want %s: %s", call, got, want, describeMiss(got, want, golden.NearMisses))}}
+}
+
+// describeMiss says what a wrong value looks like: a named near miss,
+// the golden off by a power of ten, or simply another number.
+func describeMiss(got, want *big.Int, near map[string]int64) string {
+	names := make([]string, 0, len(near))
+	for name := range near {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if got.Cmp(big.NewInt(near[name])) == 0 {
+			return "it is " + name
+		}
+	}
+	ten := big.NewInt(10)
+	p := big.NewInt(1)
+	for k := 1; k <= 30; k++ {
+		p.Mul(p, ten)
+		if new(big.Int).Mul(want, p).Cmp(got) == 0 {
+			return fmt.Sprintf("it is the golden times 10^%d: a scale error", k)
+		}
+		if roundDiv(want, p).Cmp(got) == 0 && got.Sign() != 0 {
+			return fmt.Sprintf("it is the golden divided by 10^%d: a scale error", k)
+		}
+		if roundDiv(got, p).Cmp(want) == 0 {
+			return fmt.Sprintf("it rounds to the golden at 10^%d times the scale: a scale error", k)
+		}
+	}
+	return "another value (not a known edition, not a power-of-ten scale error)"
+}
+
+// roundDiv is a/b rounded to the nearest integer, halves away from zero.
+func roundDiv(a, b *big.Int) *big.Int {
+	q, m := new(big.Int).QuoRem(a, b, new(big.Int))
+	twice := new(big.Int).Mul(new(big.Int).Abs(m), big.NewInt(2))
+	if twice.Cmp(new(big.Int).Abs(b)) >= 0 {
+		if a.Sign()*b.Sign() < 0 {
+			q.Sub(q, big.NewInt(1))
+		} else {
+			q.Add(q, big.NewInt(1))
+		}
+	}
+	return q
+}

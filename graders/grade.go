@@ -1,0 +1,361 @@
+package graders
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"benchd.dev/fsmon/journal"
+	"benchd.dev/tasks"
+)
+
+// Reason codes of the shared rules, which hold for every task.
+const (
+	CodeAgentExit  = "agent_exit_nonzero" // the agent exited with a non-zero status
+	CodeTimeout    = "timeout"            // the agent hit its wall-clock limit: no partial credit
+	CodeWrongFiles = "wrong_files"        // a path the edit policy denies changed
+	CodeNetwork    = "network_used"       // the agent used the network on a closed task
+	CodeNonStdlib  = "non_stdlib_import"  // changed Python imports a module outside the standard library
+	CodeNoReward   = "no_reward"          // the kind gave reward 0 without a reason of its own
+)
+
+// ErrUnknownKind: the task names a grader kind no file registered.
+var ErrUnknownKind = errors.New("unknown grader kind")
+
+// kindFunc grades one task kind. It returns the kind's own verdict:
+// Reward 1 and Pass when the kind's checks hold, else the reasons that
+// failed. in.Changeset is always set (Grade derives it when the caller
+// did not). An error is an infra error only: an agent's failure, however
+// odd, is a verdict.
+type kindFunc func(ctx context.Context, in Input, r Runner) (Verdict, error)
+
+var (
+	kindsMu sync.Mutex
+	kinds   = map[string]kindFunc{}
+)
+
+// register makes fn the grader of kind. Each kind's file calls it from
+// init(); registering a kind twice panics.
+func register(kind string, fn kindFunc) {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	if _, dup := kinds[kind]; dup {
+		panic("graders: kind " + kind + " registered twice")
+	}
+	kinds[kind] = fn
+}
+
+// Kinds returns the registered grader kinds, sorted.
+func Kinds() []string {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	return sortedKeys(kinds)
+}
+
+func lookupKind(kind string) (kindFunc, bool) {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	fn, ok := kinds[kind]
+	return fn, ok
+}
+
+var reasonCodeRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// Grade grades a finished workspace: it runs the task's grader kind and
+// applies the shared rules of every task, then composes the verdict.
+//
+// The shared rules:
+//   - the agent exited 0, when its exit status is known (agent_exit_nonzero);
+//   - the agent did not time out (timeout; no partial credit);
+//   - only the files the task's policy allows changed (wrong_files); the
+//     changes are in.Changeset, or when it is nil the difference between
+//     the bundle's workspace and in.Workspace, ignored paths left out;
+//   - no network use unless the task allows it (network_used);
+//   - every Python file the attempt added or changed imports only the
+//     standard library, local workspace modules and, in test files, pytest
+//     (non_stdlib_import; checked with /usr/bin/python3's ast and
+//     sys.stdlib_module_names).
+//
+// The verdict passes when the kind gives reward 1 and pass and every
+// shared rule holds; then Reward is 1 and Reasons is empty (not a "pass"
+// reason). Otherwise Reward is 0 and Reasons lists every rule that
+// failed, the shared ones first, each with a stable code. An error return
+// is an infra error only (wrapping ErrInfra or ErrUnknownKind, or the
+// context's error): never an agent failure.
+func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
+	if in.Task == nil {
+		return Verdict{}, infraf("no task")
+	}
+	if r == nil {
+		return Verdict{}, infraf("no runner")
+	}
+	fi, err := os.Stat(in.Workspace)
+	if err != nil || !fi.IsDir() {
+		return Verdict{}, infraf("workspace %q is not a directory", in.Workspace)
+	}
+	fn, ok := lookupKind(in.Task.Grader.Kind)
+	if !ok {
+		return Verdict{}, fmt.Errorf("%w %q (task %s)", ErrUnknownKind, in.Task.Grader.Kind, in.Task.ID)
+	}
+	if in.Changeset == nil {
+		cs, err := DeriveChangeset(in.Task, in.Workspace)
+		if err != nil {
+			return Verdict{}, err
+		}
+		in.Changeset = cs
+	}
+
+	var reasons []Reason
+	if in.AgentExit != nil && *in.AgentExit != 0 {
+		reasons = append(reasons, Reason{CodeAgentExit, fmt.Sprintf("the agent exited with status %d, not 0", *in.AgentExit)})
+	}
+	if in.TimedOut {
+		reasons = append(reasons, Reason{CodeTimeout, fmt.Sprintf("the agent hit its %s time limit: a timeout fails with no partial credit", in.Task.AgentTimeout)})
+	}
+	if bad := deniedChanges(in.Task.Policy, in.Changeset); len(bad) > 0 {
+		reasons = append(reasons, Reason{CodeWrongFiles, fmt.Sprintf("changed files the task does not allow (allowed: %s): %s",
+			strings.Join(in.Task.Policy.Allow, ", "), shortList(bad, 8))})
+	}
+	if len(in.Network) > 0 && !in.Task.AllowInternet {
+		reasons = append(reasons, Reason{CodeNetwork, fmt.Sprintf("the task allows no network, and the agent tried %s", shortList(in.Network, 5))})
+	}
+	imp, err := checkImports(ctx, in, r)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if len(imp) > 0 {
+		reasons = append(reasons, Reason{CodeNonStdlib, "imports outside the standard library: " + shortList(imp, 8)})
+	}
+
+	kv, err := fn(ctx, in, r)
+	if err != nil {
+		return Verdict{}, fmt.Errorf("grader %s for task %s: %w", in.Task.Grader.Kind, in.Task.ID, err)
+	}
+	for _, kr := range kv.Reasons {
+		if kr.Code == tasks.CodePass {
+			continue // a kind may say "pass"; a verdict lists failures only
+		}
+		if !reasonCodeRE.MatchString(kr.Code) {
+			return Verdict{}, infraf("grader %s gave a malformed reason code %q", in.Task.Grader.Kind, kr.Code)
+		}
+		reasons = append(reasons, kr)
+	}
+	kindOK := kv.Reward == 1 && kv.Pass
+	if !kindOK && len(kv.Reasons) == 0 {
+		reasons = append(reasons, Reason{CodeNoReward, fmt.Sprintf("grader %s gave reward %d, pass %v", in.Task.Grader.Kind, kv.Reward, kv.Pass)})
+	}
+	v := Verdict{Reasons: reasons, Detail: kv.Detail}
+	if v.Reasons == nil {
+		v.Reasons = []Reason{}
+	}
+	if kindOK && len(reasons) == 0 {
+		v.Reward, v.Pass = 1, true
+	}
+	return v, nil
+}
+
+// Has reports whether the verdict carries a reason with code.
+func (v Verdict) Has(code string) bool {
+	for _, r := range v.Reasons {
+		if r.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// Codes returns the verdict's reason codes in order.
+func (v Verdict) Codes() []string {
+	out := make([]string, len(v.Reasons))
+	for i, r := range v.Reasons {
+		out[i] = r.Code
+	}
+	return out
+}
+
+// DeriveChangeset compares the bundle's starting workspace with a
+// finished one, leaving out the paths the policy ignores.
+func DeriveChangeset(t *tasks.Task, workspace string) (journal.Changeset, error) {
+	before, err := journal.ScanTree(t.WorkspaceDir())
+	if err != nil {
+		return nil, infraf("scanning the bundle workspace: %v", err)
+	}
+	after, err := journal.ScanTree(workspace)
+	if err != nil {
+		return nil, infraf("scanning the finished workspace: %v", err)
+	}
+	cs := journal.DiffTrees(before, after, t.Policy.IsIgnored)
+	if cs == nil {
+		cs = journal.Changeset{}
+	}
+	return cs, nil
+}
+
+// deniedChanges lists the changes the policy denies, as "path (kind)".
+// A directory added or removed only to hold or drop allowed files is not
+// a change of its own.
+func deniedChanges(p journal.Policy, cs journal.Changeset) []string {
+	var bad []string
+	for _, ch := range cs {
+		paths := []string{ch.Path}
+		if ch.From != "" {
+			paths = append(paths, ch.From)
+		}
+		for _, pth := range paths {
+			if p.IsIgnored(pth) {
+				continue
+			}
+			if p.Decide(pth) == journal.Allowed {
+				continue
+			}
+			if ch.Type == "dir" && holdsAllowed(p, cs, pth) {
+				continue
+			}
+			bad = append(bad, fmt.Sprintf("%s (%s)", pth, ch.Kind))
+		}
+	}
+	return bad
+}
+
+func holdsAllowed(p journal.Policy, cs journal.Changeset, dir string) bool {
+	for _, ch := range cs {
+		if ch.Type != "dir" && strings.HasPrefix(ch.Path, dir+"/") && p.Decide(ch.Path) == journal.Allowed {
+			return true
+		}
+	}
+	return false
+}
+
+// importCheckScript reads a JSON config (files, local names, test-only
+// allowances) and prints the imports that are neither in the standard
+// library nor local, as JSON.
+const importCheckScript = `
+import ast, json, sys
+cfg = json.load(open(sys.argv[1], encoding="utf-8"))
+std = set(sys.stdlib_module_names) | {"__future__"}
+local = set(cfg["local"])
+bad = []
+def is_test(p):
+    b = p.rsplit("/", 1)[-1]
+    return b.startswith("test_") or b.endswith("_test.py") or b == "conftest.py"
+for rel in cfg["files"]:
+    allowed = std | local | (set(cfg["test_allow"]) if is_test(rel) else set())
+    try:
+        src = open(rel, "rb").read()
+        tree = ast.parse(src, filename=rel)
+    except (SyntaxError, ValueError):
+        continue
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0 and node.module:
+                names = [node.module]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            f = node.func
+            fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if fname in ("__import__", "import_module"):
+                names = [node.args[0].value]
+        for n in names:
+            top = n.split(".")[0]
+            if top and top not in allowed:
+                bad.append("%s:%d: %s" % (rel, node.lineno, n))
+print(json.dumps(bad))
+`
+
+// testImportAllow are the modules a test file may import beyond the
+// standard library: pytest is the test runner every task names.
+var testImportAllow = []string{"pytest", "_pytest"}
+
+// checkImports applies the stdlib-only rule to every Python file the
+// attempt added or changed. It returns "file:line: module" for each
+// violation.
+func checkImports(ctx context.Context, in Input, r Runner) ([]string, error) {
+	var files []string
+	for _, ch := range in.Changeset {
+		if ch.Kind == journal.Deleted || ch.Type != "file" || !strings.HasSuffix(ch.Path, ".py") || in.Task.Policy.IsIgnored(ch.Path) {
+			continue
+		}
+		files = append(files, ch.Path)
+	}
+	if len(files) == 0 {
+		return nil, nil
+	}
+	local, err := localModules(in)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := newScratch(in, "imports")
+	if err != nil {
+		return nil, err
+	}
+	defer sc.Close()
+	for _, f := range files {
+		if err := copyOne(filepath.Join(in.Workspace, filepath.FromSlash(f)), filepath.Join(sc.Dir, filepath.FromSlash(f))); err != nil {
+			return nil, infraf("copying %s: %v", f, err)
+		}
+	}
+	cfg, _ := json.Marshal(map[string]any{"files": files, "local": local, "test_allow": testImportAllow})
+	cfgPath := filepath.Join(sc.Dir, ".benchd-imports.json")
+	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
+		return nil, infraf("writing import check config: %v", err)
+	}
+	res, err := runPython(ctx, r, sc.Dir, verifierTimeout(in), importCheckScript, cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode != 0 || res.TimedOut {
+		return nil, infraf("import check exited %d (timed out %v): %s", res.ExitCode, res.TimedOut, tail(res.Stderr, 400))
+	}
+	var bad []string
+	if err := json.Unmarshal(res.Stdout, &bad); err != nil {
+		return nil, infraf("import check output: %v: %q", err, tail(res.Stdout, 200))
+	}
+	return bad, nil
+}
+
+// localModules names every module the workspace itself provides: the
+// stem of each .py file and each directory name, at any depth (tests
+// often put a source directory on sys.path).
+func localModules(in Input) ([]string, error) {
+	seen := map[string]bool{}
+	err := filepath.WalkDir(in.Workspace, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(in.Workspace, p)
+		if rel == "." {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		if in.Task.Policy.IsIgnored(rel) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		name := path.Base(rel)
+		switch {
+		case d.IsDir():
+			seen[name] = true
+		case strings.HasSuffix(name, ".py"):
+			seen[strings.TrimSuffix(name, ".py")] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, infraf("listing workspace modules: %v", err)
+	}
+	out := sortedKeys(seen)
+	sort.Strings(out)
+	return out, nil
+}

@@ -1,0 +1,121 @@
+package graders
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Reason codes of the pytest-based kinds.
+const (
+	CodeTestsFailed   = "tests_failed"   // a public or hidden test failed, or the tests could not run
+	CodeGraderTimeout = "grader_timeout" // the tests ran past the verifier's time limit
+)
+
+func init() { register("pytest", gradePytest) }
+
+// gradePytest is kind "pytest": the workspace's public tests and the
+// bundle's hidden tests must all pass, in one pytest run on a copy of the
+// workspace.
+//
+// Parameters ([bench.grader]):
+//
+//	public = ["tests/test_public.py"]   workspace test files; each is run as the
+//	                                    bundle ships it, whatever the agent did to it
+//	hidden = ["test_hidden.py"]         files of the bundle's tests/, copied beside
+//	                                    the workspace copy (never into it)
+//	[bench.grader.codes]                optional: a failed test whose function name
+//	bin_calls_text = ["test_x_*"]       matches a glob carries that code instead
+//	                                    of tests_failed
+//
+// Layout of a run: scratch/ws is the workspace copy and the working
+// directory (so it is on sys.path: tests import "src.counter"), scratch/
+// hidden holds the hidden files, pytest's rootdir is scratch and no ini
+// file is read. Test files must have distinct base names.
+func gradePytest(ctx context.Context, in Input, r Runner) (Verdict, error) {
+	public, err := paramStrings(in, "public")
+	if err != nil {
+		return Verdict{}, err
+	}
+	hidden, err := paramStrings(in, "hidden")
+	if err != nil {
+		return Verdict{}, err
+	}
+	codes, err := paramCodes(in, "codes")
+	if err != nil {
+		return Verdict{}, err
+	}
+	if len(public)+len(hidden) == 0 {
+		return Verdict{}, infraf("task %s: kind pytest needs public or hidden tests", in.Task.ID)
+	}
+	sc, err := newScratch(in, "pytest")
+	if err != nil {
+		return Verdict{}, err
+	}
+	defer sc.Close()
+	ws, err := sc.copyWorkspace(in, "ws")
+	if err != nil {
+		return Verdict{}, err
+	}
+	if err := restorePristine(in, ws, public); err != nil {
+		return Verdict{}, err
+	}
+	hid, err := sc.copyHidden(in, "hidden", hidden)
+	if err != nil {
+		return Verdict{}, err
+	}
+	paths := append([]string{}, public...)
+	for _, h := range hidden {
+		paths = append(paths, filepath.Join(hid, filepath.FromSlash(h)))
+	}
+	run, err := runPytest(ctx, r, pytestSpec{Dir: ws, RootDir: sc.Dir, Paths: paths, Timeout: verifierTimeout(in)})
+	if err != nil {
+		return Verdict{}, err
+	}
+	v := Verdict{Detail: string(tail(run.Output, 4000))}
+	switch {
+	case run.TimedOut:
+		v.Reasons = []Reason{{CodeGraderTimeout, fmt.Sprintf("the tests ran past the %s limit", verifierTimeout(in))}}
+	case run.Passed():
+		v.Reward, v.Pass = 1, true
+	default:
+		v.Reasons = failureReasons(run, codes)
+	}
+	return v, nil
+}
+
+// failureReasons turns a failed pytest run into reasons: failed tests
+// whose names match a codes glob carry that code, the rest tests_failed.
+func failureReasons(run pytestRun, codes map[string][]string) []Reason {
+	byCode := map[string][]string{}
+	var plain []string
+	for _, id := range run.Failed {
+		code := ""
+		for _, c := range sortedKeys(codes) {
+			for _, g := range codes[c] {
+				if ok, _ := path.Match(g, testName(id)); ok && code == "" {
+					code = c
+				}
+			}
+		}
+		if code == "" {
+			plain = append(plain, id)
+		} else {
+			byCode[code] = append(byCode[code], id)
+		}
+	}
+	var out []Reason
+	for _, c := range sortedKeys(byCode) {
+		out = append(out, Reason{c, fmt.Sprintf("%d tests of this rule failed: %s", len(byCode[c]), shortList(byCode[c], 5))})
+	}
+	if len(plain) > 0 || len(out) == 0 {
+		msg := "the tests did not all pass: " + run.Describe()
+		if run.Exit == 1 && len(plain) < len(run.Failed) {
+			msg = fmt.Sprintf("%d tests failed: %s", len(plain), shortList(plain, 5))
+		}
+		out = append(out, Reason{CodeTestsFailed, strings.TrimSpace(msg)})
+	}
+	return out
+}

@@ -1,0 +1,478 @@
+package graders
+
+// Helpers shared by the grader kinds. Every kind grades a copy, never
+// the workspace itself, and runs its commands through the Runner it was
+// given, so that the daemon can confine them.
+//
+//	newScratch(in, name)           make a scratch directory (close it when done)
+//	(*scratch).copyWorkspace(in, rel)
+//	                               copy the finished workspace to scratch/rel,
+//	                               leaving out the policy's ignored paths (caches)
+//	(*scratch).copyHidden(in, rel, files)
+//	                               copy files of the bundle's tests/ to scratch/rel
+//	restorePristine(in, dst, rels) overwrite dst/rel with the bundle's starting
+//	                               copy (public tests run as shipped, not as edited)
+//	runPytest(ctx, r, pytestSpec)  run "/usr/bin/python3 -m pytest -q -p
+//	                               no:cacheprovider ..." and parse its summary
+//	runPython(ctx, r, dir, timeout, script, args...)
+//	                               run a Python script (stdlib only) in dir
+//	paramString, paramStrings, paramCodes
+//	                               read the kind's [bench.grader] parameters
+//	verifierTimeout(in)            the time limit of one grader command
+//	tail(b, n)                     the last n bytes of output, for messages
+//
+// Python is always Debian's /usr/bin/python3, run with a small fixed
+// environment (pythonEnv): no user site, no bytecode written, no pytest
+// plugins loaded from the system but the ones named.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"benchd.dev/tasks"
+)
+
+// Python is the interpreter graders run: Debian's, never one from PATH.
+const Python = "/usr/bin/python3"
+
+// ErrInfra marks a grading failure that is the harness's fault (a broken
+// bundle parameter, pytest missing, a command that could not start). It
+// is never scored as an agent failure.
+var ErrInfra = errors.New("grader infrastructure error")
+
+func infraf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInfra, fmt.Sprintf(format, args...))
+}
+
+// scratch is a temporary directory a kind runs its commands in.
+type scratch struct {
+	Dir string
+}
+
+// newScratch makes a scratch directory below in.ScratchRoot (or the
+// system's temporary directory). The caller must Close it.
+func newScratch(in Input, name string) (*scratch, error) {
+	dir, err := os.MkdirTemp(in.ScratchRoot, "benchd-grade-"+name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("unable to make scratch dir: %w", err)
+	}
+	// Graders may run as another uid in a sandbox: the scratch must be
+	// reachable by it. It holds copies only.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("unable to make scratch dir: %w", err)
+	}
+	return &scratch{Dir: dir}, nil
+}
+
+// Close removes the scratch directory.
+func (s *scratch) Close() error { return os.RemoveAll(s.Dir) }
+
+// copyWorkspace copies the finished workspace to scratch/rel, leaving out
+// paths the task's policy ignores, and returns the copy's path.
+func (s *scratch) copyWorkspace(in Input, rel string) (string, error) {
+	dst := filepath.Join(s.Dir, rel)
+	if err := copyFiltered(in.Workspace, dst, func(p string) bool { return in.Task.Policy.IsIgnored(p) }); err != nil {
+		return "", fmt.Errorf("unable to copy workspace: %w", err)
+	}
+	return dst, nil
+}
+
+// copyHidden copies files (relative to the bundle's tests/) to
+// scratch/rel, keeping their relative paths, and returns the directory.
+func (s *scratch) copyHidden(in Input, rel string, files []string) (string, error) {
+	dst := filepath.Join(s.Dir, rel)
+	for _, f := range files {
+		if err := copyOne(filepath.Join(in.Task.TestsDir(), filepath.FromSlash(f)), filepath.Join(dst, filepath.FromSlash(f))); err != nil {
+			return "", infraf("hidden file %s: %v", f, err)
+		}
+	}
+	return dst, nil
+}
+
+// restorePristine overwrites dst/rel, for each rel, with the bundle's
+// starting workspace copy of it.
+func restorePristine(in Input, dst string, rels []string) error {
+	for _, rel := range rels {
+		if err := copyOne(filepath.Join(in.Task.WorkspaceDir(), filepath.FromSlash(rel)), filepath.Join(dst, filepath.FromSlash(rel))); err != nil {
+			return infraf("restoring %s: %v", rel, err)
+		}
+	}
+	return nil
+}
+
+// copyOne copies one regular file, making parent directories and
+// replacing whatever was at dst.
+func copyOne(src, dst string) error {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dst); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, fi.Mode().Perm()|0o444)
+}
+
+// copyFiltered copies the tree src to dst, leaving out every path for
+// which skip returns true (and what is below it). Symlinks are copied as
+// links; other special files are left out.
+func copyFiltered(src, dst string, skip func(rel string) bool) error {
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if rel == "." {
+			return os.MkdirAll(target, 0o755)
+		}
+		if skip(filepath.ToSlash(rel)) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case info.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case info.Mode()&os.ModeSymlink != 0:
+			l, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(l, target)
+		case info.Mode().IsRegular():
+			return copyOne(p, target)
+		}
+		return nil
+	})
+}
+
+// pythonEnv is the environment of every Python a grader runs.
+func pythonEnv(home string) []string {
+	return []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + home,
+		"LANG=C.UTF-8",
+		"LC_ALL=C.UTF-8",
+		"PYTHONDONTWRITEBYTECODE=1",
+		"PYTHONNOUSERSITE=1",
+		"PYTHONHASHSEED=0",
+		"PYTHONIOENCODING=utf-8",
+		"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1",
+	}
+}
+
+// verifierTimeout is the time limit of one grader command.
+func verifierTimeout(in Input) time.Duration {
+	if in.Task.VerifierTimeout > 0 {
+		return in.Task.VerifierTimeout
+	}
+	return tasks.DefaultVerifierTimeout
+}
+
+// runPython runs script (Python source) with args in dir.
+func runPython(ctx context.Context, r Runner, dir string, timeout time.Duration, script string, args ...string) (RunResult, error) {
+	spec := RunSpec{
+		Args:    append([]string{Python, "-I", "-c", script}, args...),
+		Dir:     dir,
+		Env:     pythonEnv(dir),
+		Timeout: timeout,
+	}
+	res, err := r.Run(ctx, spec)
+	if err != nil {
+		return res, fmt.Errorf("%w: running python: %w", ErrInfra, err)
+	}
+	return res, nil
+}
+
+// pytestSpec is one pytest run.
+type pytestSpec struct {
+	Dir      string   // the working directory: the workspace copy (on sys.path)
+	RootDir  string   // pytest's rootdir; "" = Dir
+	Paths    []string // test files, relative to Dir or absolute
+	Timeout  time.Duration
+	ExtraEnv []string
+}
+
+// pytestRun is what a pytest run gave.
+type pytestRun struct {
+	Exit     int // pytest's exit status: 0 passed, 1 failed, 2 interrupted, 3 internal, 4 usage, 5 no tests
+	TimedOut bool
+	Counts   map[string]int // "passed", "failed", "error", "skipped", ...
+	Failed   []string       // node ids of failed and erroring tests, as printed
+	Output   []byte         // stdout then stderr
+}
+
+// Passed reports whether every collected test passed (and there was one).
+func (p pytestRun) Passed() bool { return !p.TimedOut && p.Exit == 0 && p.Counts["passed"] > 0 }
+
+// FailedTests reports whether the run ran and some test failed.
+func (p pytestRun) FailedTests() bool { return !p.TimedOut && p.Exit == 1 && p.Counts["failed"] > 0 }
+
+// NoTests reports whether pytest collected no test.
+func (p pytestRun) NoTests() bool { return !p.TimedOut && p.Exit == 5 }
+
+// Describe is a short account of the run for a reason's message.
+func (p pytestRun) Describe() string {
+	switch {
+	case p.TimedOut:
+		return "timed out"
+	case p.Exit == 5:
+		return "collected no tests"
+	case p.Exit == 2:
+		return "stopped: " + firstErrorLine(p.Output)
+	case p.Exit == 3:
+		return "pytest hit an internal error: " + firstErrorLine(p.Output)
+	}
+	var parts []string
+	for _, k := range []string{"failed", "error", "passed", "skipped", "xfailed", "xpassed"} {
+		if n := p.Counts[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	s := strings.Join(parts, ", ")
+	if len(p.Failed) > 0 {
+		s += ": " + shortList(p.Failed, 5)
+	}
+	return s
+}
+
+// runPytest runs pytest and parses its summary. Exit 4 (usage) and a
+// missing pytest are infra errors; every other outcome is a result.
+func runPytest(ctx context.Context, r Runner, ps pytestSpec) (pytestRun, error) {
+	root := ps.RootDir
+	if root == "" {
+		root = ps.Dir
+	}
+	args := []string{Python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "--tb=short",
+		"-c", os.DevNull, "--rootdir=" + root}
+	args = append(args, ps.Paths...)
+	env := append(pythonEnv(ps.Dir), ps.ExtraEnv...)
+	res, err := r.Run(ctx, RunSpec{Args: args, Dir: ps.Dir, Env: env, Timeout: ps.Timeout})
+	if err != nil {
+		return pytestRun{}, fmt.Errorf("%w: running pytest: %w", ErrInfra, err)
+	}
+	out := append(append([]byte{}, res.Stdout...), res.Stderr...)
+	run := pytestRun{Exit: res.ExitCode, TimedOut: res.TimedOut, Output: out}
+	if res.TimedOut {
+		return run, nil
+	}
+	if bytes.Contains(res.Stderr, []byte("No module named pytest")) {
+		return run, infraf("pytest is not installed for %s", Python)
+	}
+	if res.ExitCode == 4 || res.ExitCode < 0 {
+		return run, infraf("pytest exited %d (signal %d): %s", res.ExitCode, res.Signal, tail(out, 400))
+	}
+	run.Counts, run.Failed = parsePytest(res.Stdout)
+	return run, nil
+}
+
+var (
+	countRE  = regexp.MustCompile(`(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)\b`)
+	failedRE = regexp.MustCompile(`(?m)^(FAILED|ERROR) (\S+)`)
+)
+
+// parsePytest reads the counts from the final summary line of pytest's
+// output and the ids of failed and erroring tests from the short test
+// summary (-rfE).
+func parsePytest(out []byte) (map[string]int, []string) {
+	counts := map[string]int{}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := lines[i]
+		if !strings.Contains(l, " in ") {
+			continue
+		}
+		ms := countRE.FindAllStringSubmatch(l, -1)
+		if len(ms) == 0 && !strings.Contains(l, "no tests ran") {
+			continue
+		}
+		for _, m := range ms {
+			n, _ := strconv.Atoi(m[1])
+			counts[normCount(m[2])] += n
+		}
+		break
+	}
+	var failed []string
+	for _, m := range failedRE.FindAllStringSubmatch(string(out), -1) {
+		failed = append(failed, shortID(m[2]))
+	}
+	return counts, failed
+}
+
+func normCount(w string) string {
+	switch w {
+	case "errors":
+		return "error"
+	case "warning", "warnings":
+		return "warnings"
+	}
+	return w
+}
+
+// shortID drops the directories of a node id: "../hidden/test_x.py::t[1]"
+// becomes "test_x.py::t[1]".
+func shortID(id string) string {
+	file, rest, ok := strings.Cut(id, "::")
+	if !ok {
+		return path.Base(id)
+	}
+	return path.Base(file) + "::" + rest
+}
+
+// testName is the function part of a node id without parameters:
+// "test_x.py::TestA::test_b[1]" gives "test_b".
+func testName(id string) string {
+	if i := strings.LastIndex(id, "::"); i >= 0 {
+		id = id[i+2:]
+	}
+	if i := strings.Index(id, "["); i >= 0 {
+		id = id[:i]
+	}
+	return id
+}
+
+func firstErrorLine(out []byte) string {
+	for _, l := range strings.Split(string(out), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "E ") || strings.HasPrefix(l, "ERROR") || strings.Contains(l, "Error:") {
+			return truncate(l, 200)
+		}
+	}
+	return truncate(strings.TrimSpace(string(tail(out, 200))), 200)
+}
+
+// tail returns the last n bytes of b.
+func tail(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	return b[len(b)-n:]
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// shortList joins at most n items, saying how many more there are.
+func shortList(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
+}
+
+// paramString reads a string parameter; def when absent.
+func paramString(in Input, key, def string) (string, error) {
+	v, ok := in.Task.Grader.Params[key]
+	if !ok {
+		return def, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", infraf("task %s: grader parameter %s: got %T, want a string", in.Task.ID, key, v)
+	}
+	return s, nil
+}
+
+// paramStrings reads a list-of-strings parameter (a single string is a
+// list of one); nil when absent.
+func paramStrings(in Input, key string) ([]string, error) {
+	v, ok := in.Task.Grader.Params[key]
+	if !ok {
+		return nil, nil
+	}
+	return toStrings(in, key, v)
+}
+
+func toStrings(in Input, key string, v any) ([]string, error) {
+	switch x := v.(type) {
+	case string:
+		return []string{x}, nil
+	case []string:
+		return x, nil
+	case []any:
+		out := make([]string, len(x))
+		for i, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, infraf("task %s: grader parameter %s[%d]: got %T, want a string", in.Task.ID, key, i, e)
+			}
+			out[i] = s
+		}
+		return out, nil
+	}
+	return nil, infraf("task %s: grader parameter %s: got %T, want a list of strings", in.Task.ID, key, v)
+}
+
+// paramCodes reads a table of reason code -> test name globs (the
+// "codes" parameter of pytest-based kinds).
+func paramCodes(in Input, key string) (map[string][]string, error) {
+	v, ok := in.Task.Grader.Params[key]
+	if !ok {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, infraf("task %s: grader parameter %s: got %T, want a table", in.Task.ID, key, v)
+	}
+	out := map[string][]string{}
+	for code, globs := range m {
+		if !reasonCodeRE.MatchString(code) {
+			return nil, infraf("task %s: grader parameter %s: %q is not a reason code", in.Task.ID, key, code)
+		}
+		gs, err := toStrings(in, key+"."+code, globs)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range gs {
+			if _, err := path.Match(g, ""); err != nil {
+				return nil, infraf("task %s: grader parameter %s.%s: bad glob %q", in.Task.ID, key, code, g)
+			}
+		}
+		out[code] = gs
+	}
+	return out, nil
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

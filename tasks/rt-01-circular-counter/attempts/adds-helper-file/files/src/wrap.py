@@ -1,0 +1,5 @@
+"""Wrapping arithmetic."""
+
+
+def wrap(n: int, capacity: int) -> int:
+    return n % capacity

@@ -1,0 +1,1 @@
+"""A tiny durable key-value map."""

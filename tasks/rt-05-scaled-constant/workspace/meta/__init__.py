@@ -1,0 +1,1 @@
+"""Fixtures derived from published reference data."""
