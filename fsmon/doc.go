@@ -58,4 +58,14 @@
 // bits are refused (EPERM) on create, mkdir and chmod, and so are device
 // nodes. Ioctls are refused (ENOTTY) so that no flag can be set on a
 // backing file through a read-only descriptor.
+//
+// # Forking from the serving process
+//
+// Never start a child process of the serving process with its working
+// directory in the view (exec.Cmd.Dir): Go forks with CLONE_VM|CLONE_VFORK,
+// and the child's chdir waits for a FUSE reply while the forking thread
+// holds its scheduler slot, so a garbage collection that needs every
+// thread stopped never completes and nothing answers. Start a helper that
+// changes directory after its own exec (benchd watch does), or enter the
+// view from a sandbox whose init mounts it after exec.
 package fsmon

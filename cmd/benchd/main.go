@@ -55,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runVerify(ctx, args[2:], stdout, stderr)
 	case "grade":
 		return runGrade(ctx, args[1:], stdout, stderr)
+	case runInChildCmd:
+		return runInChild(args[1:], stderr)
 	case "cleanup":
 		return runCleanup(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":

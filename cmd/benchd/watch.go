@@ -151,9 +151,18 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // runIn runs a command with cwd dir, passes SIGINT and SIGTERM on, and
 // returns its exit status (128+signal when a signal ended it).
+//
+// The command is not forked with its cwd in the view: between fork and
+// exec the child shares this process's memory, and a chdir into the view
+// would wait for a FUSE reply that this process cannot give until the
+// child execs. Instead benchd re-executes itself (runInChild), and the
+// new process changes directory once it no longer shares anything.
 func runIn(ctx context.Context, dir string, args []string) (int, error) {
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Dir = dir
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.Command(self, append([]string{runInChildCmd, dir, "--"}, args...)...)
 	cmd.Env = append(os.Environ(), "PWD="+dir)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -167,7 +176,7 @@ func runIn(ctx context.Context, dir string, args []string) (int, error) {
 		case <-done:
 		}
 	}()
-	err := cmd.Wait()
+	err = cmd.Wait()
 	close(done)
 	if err == nil {
 		return 0, nil
@@ -180,4 +189,24 @@ func runIn(ctx context.Context, dir string, args []string) (int, error) {
 		return ee.ExitCode(), nil
 	}
 	return 0, err
+}
+
+// runInChildCmd is the hidden subcommand of runIn.
+const runInChildCmd = "__run-in"
+
+// runInChild changes to the directory args[0] and executes args[2:]
+// (args[1] is "--"). It returns only on error.
+func runInChild(args []string, stderr io.Writer) int {
+	if len(args) < 3 || args[1] != "--" {
+		return fail(stderr, 2, "%s: bad arguments", runInChildCmd)
+	}
+	if err := os.Chdir(args[0]); err != nil {
+		return fail(stderr, 126, "watch: %v", err)
+	}
+	path, err := exec.LookPath(args[2])
+	if err != nil {
+		return fail(stderr, 127, "watch: %v", err)
+	}
+	err = syscall.Exec(path, args[2:], os.Environ())
+	return fail(stderr, 126, "watch: unable to run %s: %v", args[2], err)
 }
