@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
+	"benchd.dev/daemon/runs"
 	"benchd.dev/graders"
 	"benchd.dev/tasks"
 )
@@ -26,8 +28,10 @@ type gradeOutput struct {
 // it grades the finished workspace DIR against the task's hidden tests
 // and the shared rules (the changeset is DIR against the bundle's
 // workspace; agent facts such as exit status are unknown and not
-// checked). Grader commands run directly, in a closed network namespace
-// when run as root. Exit 0 pass, 1 fail, 2 bad usage or infra error.
+// checked). As root, grader commands run confined as the daemon runs
+// them (a sandbox with its own cgroup and a closed network namespace, the
+// task store masked); otherwise they run directly. Exit 0 pass, 1 fail,
+// 2 bad usage or infra error.
 func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("grade", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
@@ -64,7 +68,15 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(stderr, 2, "grade: %v", err)
 	}
-	v, err := graders.Grade(ctx, graders.Input{Task: task, Workspace: ws}, graders.ExecRunner{})
+	var runner graders.Runner = graders.ExecRunner{}
+	if os.Geteuid() == 0 {
+		store, err := filepath.Abs(root)
+		if err != nil {
+			return fail(stderr, 2, "grade: %v", err)
+		}
+		runner = runs.ConfinedGraderRunner(runs.GraderRunnerConfig{Mask: []string{store}})
+	}
+	v, err := graders.Grade(ctx, graders.Input{Task: task, Workspace: ws}, runner)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return fail(stderr, 2, "grade: interrupted")

@@ -1,0 +1,423 @@
+// Package client is the Go client of benchd's HTTP/JSON API, spoken over
+// the daemon's unix socket.
+//
+// The zero Client is ready to use:
+//
+//	var c client.Client // Socket "": $BENCHD_SOCKET, else apitype.DefaultSocket
+//	a, err := c.Attempt(ctx, "a-0001")
+//
+// Every endpoint of client/apitype's package doc is one method, ctx first.
+// Streams are returned as they arrive: Events reads the newline-delimited
+// event stream of one attempt up to its last event (EventStream.Next, or
+// range over EventStream.All), and Journal, Blob and Export hand back the
+// response body for the caller to read and close.
+//
+// # Errors
+//
+// An error response (apitype.Error on the wire) comes back as an *Error
+// whose class matches one of the sentinel errors with errors.Is:
+// ErrInvalid, ErrForbidden, ErrNotFound, ErrConflict, ErrTooLarge,
+// ErrBusy, ErrInternal. The class follows the wire code, or the HTTP
+// status when the code is missing or unknown. When nothing listens on the
+// socket the error matches ErrNotRunning and names the socket ("benchd is
+// not running at /run/benchd/benchd.sock"); a socket this user may not
+// open matches ErrForbidden.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"benchd.dev/client/apitype"
+)
+
+// Client talks to one benchd. Its zero value uses the socket named by
+// $BENCHD_SOCKET, or apitype.DefaultSocket. Set Socket before the first
+// call; a Client is safe for concurrent use after that.
+type Client struct {
+	// Socket is the path of benchd's unix socket; "" means
+	// $BENCHD_SOCKET, else apitype.DefaultSocket.
+	Socket string
+
+	once sync.Once
+	hc   *http.Client
+	path string
+}
+
+// maxJSONBytes caps a JSON response body: a larger one is an error, not
+// an allocation without bound.
+const maxJSONBytes = 64 << 20
+
+// SocketPath returns the socket the client dials.
+func (c *Client) SocketPath() string {
+	if c.Socket != "" {
+		return c.Socket
+	}
+	if s := os.Getenv(apitype.SocketEnv); s != "" {
+		return s
+	}
+	return apitype.DefaultSocket
+}
+
+func (c *Client) init() {
+	c.once.Do(func() {
+		c.path = c.SocketPath()
+		var d net.Dialer
+		c.hc = &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return d.DialContext(ctx, "unix", c.path)
+			},
+			DisableCompression: true,
+			MaxIdleConns:       4,
+		}}
+	})
+}
+
+// do sends one request and returns the response when its status is 2xx,
+// else the error the body describes. body, when not nil, is sent as JSON.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
+	c.init()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("unable to encode request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	u := "http://benchd" + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, fmt.Errorf("unable to make request: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, c.transportError(ctx, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, errorFromResponse(resp)
+	}
+	return resp, nil
+}
+
+// transportError turns a failure to reach benchd into an error that says
+// so in terms of the socket.
+func (c *Client) transportError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("%w at %s", ErrNotRunning, c.path)
+	case errors.Is(err, fs.ErrPermission):
+		return &Error{Code: apitype.CodeForbidden, Message: fmt.Sprintf(
+			"permission denied on benchd's socket %s (root or a member of group benchd may use it)", c.path)}
+	}
+	return fmt.Errorf("unable to reach benchd at %s: %w", c.path, err)
+}
+
+// getJSON decodes the response of a GET into out.
+func (c *Client) getJSON(ctx context.Context, path string, query url.Values, out any) error {
+	return c.doJSON(ctx, http.MethodGet, path, query, nil, out)
+}
+
+func (c *Client) doJSON(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	resp, err := c.do(ctx, method, path, query, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONBytes+1))
+	if err != nil {
+		return fmt.Errorf("unable to read response of %s %s: %w", method, path, err)
+	}
+	if len(b) > maxJSONBytes {
+		return fmt.Errorf("response of %s %s is larger than %d bytes", method, path, maxJSONBytes)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("unable to decode response of %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// endpoint joins apitype.Prefix and path segments, escaping each.
+func endpoint(segs ...string) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimSuffix(apitype.Prefix, "/"))
+	for _, s := range segs {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	return b.String()
+}
+
+// checkID rejects an empty id or one that would change the request's path.
+func checkID(what, id string) error {
+	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/?#") {
+		return &Error{Code: apitype.CodeInvalid, Message: fmt.Sprintf("bad %s id %q", what, id)}
+	}
+	return nil
+}
+
+// CreateRun asks for the attempts of req and returns the run, whose
+// Attempts lists the new attempt ids.
+func (c *Client) CreateRun(ctx context.Context, req apitype.RunRequest) (apitype.Run, error) {
+	var run apitype.Run
+	err := c.doJSON(ctx, http.MethodPost, endpoint("runs"), nil, req, &run)
+	return run, err
+}
+
+// Run returns one run.
+func (c *Client) Run(ctx context.Context, id string) (apitype.Run, error) {
+	var run apitype.Run
+	if err := checkID("run", id); err != nil {
+		return run, err
+	}
+	err := c.getJSON(ctx, endpoint("runs", id), nil, &run)
+	return run, err
+}
+
+// AttemptFilter narrows Attempts. Zero fields do not filter; Limit 0 is
+// the daemon's default.
+type AttemptFilter struct {
+	Run   string
+	Task  string
+	Limit int
+}
+
+// Attempts lists attempts, newest first.
+func (c *Client) Attempts(ctx context.Context, f AttemptFilter) ([]apitype.Attempt, error) {
+	q := url.Values{}
+	if f.Run != "" {
+		q.Set("run", f.Run)
+	}
+	if f.Task != "" {
+		q.Set("task", f.Task)
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var list apitype.AttemptList
+	if err := c.getJSON(ctx, endpoint("attempts"), q, &list); err != nil {
+		return nil, err
+	}
+	return list.Attempts, nil
+}
+
+// Attempt returns one attempt.
+func (c *Client) Attempt(ctx context.Context, id string) (apitype.Attempt, error) {
+	var a apitype.Attempt
+	if err := checkID("attempt", id); err != nil {
+		return a, err
+	}
+	err := c.getJSON(ctx, endpoint("attempts", id), nil, &a)
+	return a, err
+}
+
+// Cancel cancels a queued or running attempt and returns it. Canceling a
+// finished attempt is an error matching ErrConflict.
+func (c *Client) Cancel(ctx context.Context, id string) (apitype.Attempt, error) {
+	var a apitype.Attempt
+	if err := checkID("attempt", id); err != nil {
+		return a, err
+	}
+	err := c.doJSON(ctx, http.MethodPost, endpoint("attempts", id, "cancel"), nil, nil, &a)
+	return a, err
+}
+
+// Regrade grades the attempt's stored final tree again.
+func (c *Client) Regrade(ctx context.Context, id string) (apitype.Regrade, error) {
+	var r apitype.Regrade
+	if err := checkID("attempt", id); err != nil {
+		return r, err
+	}
+	err := c.doJSON(ctx, http.MethodPost, endpoint("attempts", id, "regrade"), nil, nil, &r)
+	return r, err
+}
+
+// Transcript returns the agent's captured output.
+func (c *Client) Transcript(ctx context.Context, id string) (apitype.Transcript, error) {
+	var t apitype.Transcript
+	if err := checkID("attempt", id); err != nil {
+		return t, err
+	}
+	err := c.getJSON(ctx, endpoint("attempts", id, "transcript"), nil, &t)
+	return t, err
+}
+
+// stream returns the body of a GET for the caller to read and close.
+func (c *Client) stream(ctx context.Context, id string, segs ...string) (io.ReadCloser, error) {
+	if err := checkID("attempt", id); err != nil {
+		return nil, err
+	}
+	resp, err := c.do(ctx, http.MethodGet, endpoint(append([]string{"attempts", id}, segs...)...), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// Journal returns the attempt's journal, JSON lines in the fsmon/journal
+// format, for the caller to read and close.
+func (c *Client) Journal(ctx context.Context, id string) (io.ReadCloser, error) {
+	return c.stream(ctx, id, "journal")
+}
+
+// Blob returns the content blob sha of an attempt, for the caller to read
+// and close. The content is as benchd sent it: a caller that relies on it
+// checks its hash.
+func (c *Client) Blob(ctx context.Context, id, sha string) (io.ReadCloser, error) {
+	if !validSHA(sha) {
+		return nil, &Error{Code: apitype.CodeInvalid, Message: fmt.Sprintf("bad blob hash %q: want 64 lowercase hex digits", sha)}
+	}
+	return c.stream(ctx, id, "blobs", sha)
+}
+
+// Export returns the attempt's archive (a tar, see apitype.ExportLayout)
+// for the caller to read and close.
+func (c *Client) Export(ctx context.Context, id string) (io.ReadCloser, error) {
+	return c.stream(ctx, id, "export")
+}
+
+// Tasks lists the daemon's task store.
+func (c *Client) Tasks(ctx context.Context) ([]apitype.TaskInfo, error) {
+	var list apitype.TaskList
+	if err := c.getJSON(ctx, endpoint("tasks"), nil, &list); err != nil {
+		return nil, err
+	}
+	return list.Tasks, nil
+}
+
+// CheckTasks runs the reference and every known attempt of task (every
+// task when task is "") through the whole pipeline. It returns when the
+// daemon has the answer, which takes as long as the attempts do.
+func (c *Client) CheckTasks(ctx context.Context, task string) (apitype.TaskCheck, error) {
+	var tc apitype.TaskCheck
+	q := url.Values{}
+	if task != "" {
+		q.Set("task", task)
+	}
+	err := c.doJSON(ctx, http.MethodPost, endpoint("tasks", "check"), q, nil, &tc)
+	return tc, err
+}
+
+// Status describes the daemon.
+func (c *Client) Status(ctx context.Context) (apitype.Status, error) {
+	var s apitype.Status
+	err := c.getJSON(ctx, endpoint("status"), nil, &s)
+	return s, err
+}
+
+// Events opens the event stream of an attempt. The caller reads it with
+// Next and closes it.
+func (c *Client) Events(ctx context.Context, id string) (*EventStream, error) {
+	body, err := c.stream(ctx, id, "events")
+	if err != nil {
+		return nil, err
+	}
+	return &EventStream{body: body, sc: newLineScanner(body)}, nil
+}
+
+// maxEventBytes caps one line of the event stream (the last one carries
+// the whole Attempt).
+const maxEventBytes = 16 << 20
+
+func newLineScanner(r io.Reader) *bufio.Scanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxEventBytes)
+	return sc
+}
+
+// EventStream reads an attempt's events, one JSON object a line.
+type EventStream struct {
+	body io.ReadCloser
+	sc   *bufio.Scanner
+	done bool
+	err  error
+}
+
+// Next returns the next event. After the event with Done set (which
+// carries the final Attempt) it returns io.EOF. A stream that ends before
+// that event is an error matching io.ErrUnexpectedEOF.
+func (s *EventStream) Next() (apitype.Event, error) {
+	if s.err != nil {
+		return apitype.Event{}, s.err
+	}
+	if s.done {
+		s.err = io.EOF
+		return apitype.Event{}, s.err
+	}
+	for s.sc.Scan() {
+		line := bytes.TrimSpace(s.sc.Bytes())
+		if len(line) == 0 {
+			continue // a keep-alive
+		}
+		var ev apitype.Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			s.err = fmt.Errorf("bad event from benchd: %w", err)
+			return apitype.Event{}, s.err
+		}
+		s.done = ev.Done
+		return ev, nil
+	}
+	if err := s.sc.Err(); err != nil {
+		s.err = fmt.Errorf("unable to read events: %w", err)
+	} else {
+		s.err = fmt.Errorf("event stream ended before the attempt did: %w", io.ErrUnexpectedEOF)
+	}
+	return apitype.Event{}, s.err
+}
+
+// All returns the remaining events as an iterator. It ends after the last
+// event, or with the first error (never io.EOF), which it yields with a
+// zero Event.
+func (s *EventStream) All() iter.Seq2[apitype.Event, error] {
+	return func(yield func(apitype.Event, error) bool) {
+		for {
+			ev, err := s.Next()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if !yield(ev, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Close ends the stream.
+func (s *EventStream) Close() error { return s.body.Close() }
+
+func validSHA(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

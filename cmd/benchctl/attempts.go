@@ -1,0 +1,420 @@
+package main
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"benchd.dev/client"
+	"benchd.dev/client/apitype"
+)
+
+func (c *CLI) cmdList(ctx context.Context, args []string) int {
+	f := c.newFlags("list")
+	var filter client.AttemptFilter
+	f.StringVar(&filter.Run, "run", "", "only attempts of run `ID`")
+	f.StringVar(&filter.Task, "task", "", "only attempts of task `ID`")
+	f.IntVar(&filter.Limit, "limit", 20, "at most `N` attempts")
+	pos, code, ok := c.parse(f, args)
+	if !ok {
+		return code
+	}
+	if code, ok := c.wantArgs(f, pos, 0, 0, ""); !ok {
+		return code
+	}
+	if filter.Limit < 1 {
+		return c.usageError("list", "--limit %d: want at least 1", filter.Limit)
+	}
+	as, err := c.api().Attempts(ctx, filter)
+	if err != nil {
+		return c.fail("list", exitError, err)
+	}
+	if f.json {
+		c.printJSON(apitype.AttemptList{Attempts: normalizeAll(as)})
+		return exitOK
+	}
+	tw := newTable(c.Stdout)
+	fmt.Fprintln(tw, "ATTEMPT\tRUN\tTASK\tAGENT\tSTATE\tVERDICT\tWALL\tCREATED")
+	for _, a := range as {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Run, a.Task, oneLine(a.Agent.Spec, 30),
+			a.State, verdict(a), formatMS(a.WallMS), formatTime(&a.Created))
+	}
+	tw.Flush()
+	return exitOK
+}
+
+// attemptArg parses flags and exactly one ATTEMPT.
+func (c *CLI) attemptArg(f *flags, args []string) (string, int, bool) {
+	pos, code, ok := c.parse(f, args)
+	if !ok {
+		return "", code, false
+	}
+	if code, ok := c.wantArgs(f, pos, 1, 1, "ATTEMPT"); !ok {
+		return "", code, false
+	}
+	return pos[0], 0, true
+}
+
+func (c *CLI) cmdShow(ctx context.Context, args []string) int {
+	f := c.newFlags("show")
+	id, code, ok := c.attemptArg(f, args)
+	if !ok {
+		return code
+	}
+	a, err := c.api().Attempt(ctx, id)
+	if err != nil {
+		return c.fail("show", exitError, err)
+	}
+	if f.json {
+		c.printJSON(normalize(a))
+		return exitOK
+	}
+	showAttempt(c.Stdout, a)
+	return exitOK
+}
+
+// showAttempt prints everything known about an attempt.
+func showAttempt(w io.Writer, a apitype.Attempt) {
+	tw := newTable(w)
+	p := func(k, format string, v ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, v...)...) }
+	p("attempt", "%s (run %s)", a.ID, a.Run)
+	p("task", "%s (bundle %s)", a.Task, shortSHA(a.TaskSHA256))
+	state := a.State
+	if a.State == apitype.StateRunning && a.Phase != "" {
+		state += ", " + a.Phase
+	}
+	p("state", "%s", state)
+	p("verdict", "%s (reward %d)", verdict(a), a.Reward)
+	if a.State == apitype.StateInfraError {
+		p("infra error", "%s", a.InfraError)
+	}
+	if len(a.Reasons) == 0 {
+		p("reasons", "none")
+	}
+	for i, r := range a.Reasons {
+		k := ""
+		if i == 0 {
+			k = "reasons"
+		}
+		p(k, "%s: %s", r.Code, r.Message)
+	}
+	p("agent", "%s", a.Agent.Spec)
+	if a.Agent.Exe != "" {
+		p("  executable", "%s", a.Agent.Exe)
+	}
+	p("  sha256", "%s", orDash(a.Agent.SHA256))
+	if len(a.Agent.Args) > 0 {
+		p("  args", "%s", strings.Join(quoteArgs(a.Agent.Args), " "))
+	}
+	p("  version", "%s", orDash(a.Agent.Version))
+	if a.Agent.Model != "" {
+		p("  model", "%s", a.Agent.Model)
+	}
+	if len(a.Agent.Env) > 0 {
+		p("  env", "%s (values not kept)", strings.Join(a.Agent.Env, ", "))
+	}
+	ex := exitStatus(a)
+	if a.Signal != 0 {
+		ex = fmt.Sprintf("%d (%s)", a.ExitCode, ex)
+	}
+	p("exit status", "%s", ex)
+	p("timed out", "%s", yesNo(a.TimedOut))
+	p("wall time", "%s", formatMS(a.WallMS))
+	p("peak memory", "%s (largest process %s)", formatBytes(a.PeakMemoryBytes), formatBytes(a.MaxRSSBytes))
+	p("oom killed", "%s", yesNo(a.OOM))
+	p("edits", "%d (denied %d)", a.Edits, a.Denied)
+	if len(a.Changeset) == 0 {
+		p("changeset", "no changes")
+	}
+	for i, ch := range a.Changeset {
+		k := ""
+		if i == 0 {
+			k = "changeset"
+		}
+		if ch.Kind == "renamed" {
+			p(k, "%s %s -> %s", ch.Kind, ch.From, ch.Path)
+		} else {
+			p(k, "%s %s", ch.Kind, ch.Path)
+		}
+	}
+	n := a.Network
+	p("network", "%s: %d connection attempts, %d DNS queries, %s in, %s out", orDash(n.Mode),
+		len(n.Attempts), len(n.DNS), formatBytes(n.BytesIn), formatBytes(n.BytesOut))
+	for _, na := range n.Attempts {
+		p("", "%s %s at %s", na.Proto, na.Dst, na.Time.Local().Format("15:04:05.000"))
+	}
+	for _, q := range n.DNS {
+		p("", "dns %s %s at %s", q.Type, q.Name, q.Time.Local().Format("15:04:05.000"))
+	}
+	for _, g := range n.Gateways {
+		p("", "gateway %s (%s): %d connections, %s in, %s out", g.Name, g.Endpoint, g.Conns,
+			formatBytes(g.BytesIn), formatBytes(g.BytesOut))
+	}
+	p("journal head", "%s", orDash(a.JournalHead))
+	p("created", "%s", formatTime(&a.Created))
+	p("started", "%s", formatTime(a.Started))
+	p("finished", "%s", formatTime(a.Finished))
+	tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// quoteArgs quotes arguments that a shell would split or expand.
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;#~") {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		} else {
+			out[i] = a
+		}
+	}
+	return out
+}
+
+func (c *CLI) cmdCancel(ctx context.Context, args []string) int {
+	f := c.newFlags("cancel")
+	pos, code, ok := c.parse(f, args)
+	if !ok {
+		return code
+	}
+	if code, ok := c.wantArgs(f, pos, 1, -1, "ATTEMPT"); !ok {
+		return code
+	}
+	var done []apitype.Attempt
+	code = exitOK
+	for _, id := range pos {
+		a, err := c.api().Cancel(ctx, id)
+		if err != nil {
+			c.fail("cancel", exitError, fmt.Errorf("%s: %w", id, err))
+			code = exitError
+			continue
+		}
+		done = append(done, a)
+	}
+	if f.json {
+		c.printJSON(apitype.AttemptList{Attempts: normalizeAll(done)})
+		return code
+	}
+	for _, a := range done {
+		fmt.Fprintf(c.Stdout, "%s: %s\n", a.ID, a.State)
+	}
+	return code
+}
+
+func (c *CLI) cmdTranscript(ctx context.Context, args []string) int {
+	f := c.newFlags("transcript")
+	onlyOut := f.Bool("stdout", false, "print only the agent's stdout, as it was")
+	onlyErr := f.Bool("stderr", false, "print only the agent's stderr, as it was")
+	id, code, ok := c.attemptArg(f, args)
+	if !ok {
+		return code
+	}
+	if *onlyOut && *onlyErr {
+		return c.usageError("transcript", "--stdout and --stderr exclude each other")
+	}
+	tr, err := c.api().Transcript(ctx, id)
+	if err != nil {
+		return c.fail("transcript", exitError, err)
+	}
+	switch {
+	case f.json:
+		c.printJSON(tr)
+	case *onlyOut:
+		io.WriteString(c.Stdout, tr.Stdout)
+	case *onlyErr:
+		io.WriteString(c.Stdout, tr.Stderr)
+	default:
+		for _, part := range []struct {
+			name, text string
+			cut        bool
+		}{{"stdout", tr.Stdout, tr.StdoutTruncated}, {"stderr", tr.Stderr, tr.StderrTruncated}} {
+			fmt.Fprintf(c.Stdout, "==> %s (%s%s) <==\n", part.name, formatBytes(int64(len(part.text))), map[bool]string{true: ", truncated"}[part.cut])
+			io.WriteString(c.Stdout, part.text)
+			if part.text != "" && !strings.HasSuffix(part.text, "\n") {
+				fmt.Fprintln(c.Stdout)
+			}
+		}
+	}
+	return exitOK
+}
+
+type exportResult struct {
+	Attempt string `json:"attempt"`
+	File    string `json:"file"`
+	Bytes   int64  `json:"bytes"`
+	SHA256  string `json:"sha256"`
+}
+
+func (c *CLI) cmdExport(ctx context.Context, args []string) int {
+	f := c.newFlags("export")
+	out := f.String("o", "", "write the archive to `FILE` (- for stdout)")
+	id, code, ok := c.attemptArg(f, args)
+	if !ok {
+		return code
+	}
+	if *out == "" {
+		return c.usageError("export", "missing -o FILE")
+	}
+	if *out == "-" && f.json {
+		return c.usageError("export", "-o - and --json both want stdout")
+	}
+	rc, err := c.api().Export(ctx, id)
+	if err != nil {
+		return c.fail("export", exitError, err)
+	}
+	defer rc.Close()
+	h := sha256.New()
+	var n int64
+	if *out == "-" {
+		n, err = io.Copy(io.MultiWriter(c.Stdout, h), rc)
+	} else {
+		n, err = writeFileAtomic(*out, io.TeeReader(rc, h))
+	}
+	if err != nil {
+		return c.fail("export", exitError, fmt.Errorf("unable to export %s: %w", id, err))
+	}
+	res := exportResult{Attempt: id, File: *out, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil))}
+	switch {
+	case f.json:
+		c.printJSON(res)
+	case *out != "-":
+		fmt.Fprintf(c.Stdout, "wrote %s: %s, sha256 %s\n", res.File, formatBytes(n), res.SHA256)
+	}
+	return exitOK
+}
+
+// writeFileAtomic writes r to a temporary file beside path and renames it
+// into place, so that path never holds half an archive.
+func writeFileAtomic(path string, r io.Reader) (int64, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(tmp, r)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = checkTar(tmp.Name())
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return 0, err
+	}
+	return n, nil
+}
+
+// checkTar reads the tar at path to its end: an archive cut off inside an
+// entry is an error.
+func checkTar(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		if _, err := tr.Next(); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("the archive from benchd is not a whole tar: %w", err)
+		}
+		if _, err := io.Copy(io.Discard, tr); err != nil {
+			return fmt.Errorf("the archive from benchd is cut short: %w", err)
+		}
+	}
+}
+
+func (c *CLI) cmdRegrade(ctx context.Context, args []string) int {
+	f := c.newFlags("regrade")
+	id, code, ok := c.attemptArg(f, args)
+	if !ok {
+		return code
+	}
+	r, err := c.api().Regrade(ctx, id)
+	if err != nil {
+		return c.fail("regrade", exitError, err)
+	}
+	code = exitOK
+	if !r.Same {
+		code = exitNo
+	}
+	if f.json {
+		if r.Before.Reasons == nil {
+			r.Before.Reasons = []apitype.Reason{}
+		}
+		if r.After.Reasons == nil {
+			r.After.Reasons = []apitype.Reason{}
+		}
+		c.printJSON(r)
+		return code
+	}
+	if r.Same {
+		fmt.Fprintf(c.Stdout, "%s: same verdict: %s\n", r.Attempt, verdictText(r.After))
+	} else {
+		fmt.Fprintf(c.Stdout, "%s: verdict CHANGED\n  before: %s\n  after:  %s\n", r.Attempt, verdictText(r.Before), verdictText(r.After))
+	}
+	for _, rs := range r.After.Reasons {
+		fmt.Fprintf(c.Stdout, "  %s: %s\n", rs.Code, oneLine(rs.Message, 200))
+	}
+	return code
+}
+
+func verdictText(v apitype.Verdict) string {
+	s := "FAIL"
+	if v.Pass {
+		s = "pass"
+	}
+	s += fmt.Sprintf(" (reward %d", v.Reward)
+	for i, r := range v.Reasons {
+		if i == 0 {
+			s += "; "
+		} else {
+			s += ", "
+		}
+		s += r.Code
+	}
+	return s + ")"
+}
+
+func (c *CLI) cmdStatus(ctx context.Context, args []string) int {
+	f := c.newFlags("status")
+	pos, code, ok := c.parse(f, args)
+	if !ok {
+		return code
+	}
+	if code, ok := c.wantArgs(f, pos, 0, 0, ""); !ok {
+		return code
+	}
+	st, err := c.api().Status(ctx)
+	if err != nil {
+		return c.fail("status", exitError, err)
+	}
+	if f.json {
+		c.printJSON(st)
+		return exitOK
+	}
+	tw := newTable(c.Stdout)
+	fmt.Fprintf(tw, "socket\t%s\nversion\t%s\nqueued\t%d\nrunning\t%d (of %d at once)\nstate\t%s\ntasks\t%s\n",
+		c.api().SocketPath(), st.Version, st.Queued, st.Running, st.Concurrency, st.StateDir, st.Tasks)
+	tw.Flush()
+	return exitOK
+}

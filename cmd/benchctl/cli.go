@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"benchd.dev/client"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0 // the answer is yes
+	exitNo    = 1 // the answer is no
+	exitError = 2 // no answer: bad usage, benchd unreachable, infra error
+)
+
+// CLI is benchctl with its process around it made explicit.
+type CLI struct {
+	Stdout, Stderr io.Writer
+	// LookupEnv reads benchctl's own environment: run --env NAME sends
+	// the value of NAME found here.
+	LookupEnv func(name string) (string, bool)
+	// Terminal says whether Stdout is a terminal; run draws its live
+	// lines only then.
+	Terminal bool
+
+	socket   string
+	jsonFlag bool // --json given before the command
+	client   *client.Client
+}
+
+// command is one subcommand.
+type command struct {
+	name  string
+	args  string // usage after the name
+	short string
+	run   func(c *CLI, ctx context.Context, args []string) int
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"run", "--task ID --agent A [--attempts N] [--timeout D] [--env NAME]... [--gateway NAME=HOST:PORT]... [--model M] [--detach]", "run attempts and wait for their verdicts", (*CLI).cmdRun},
+		{"list", "[--run ID] [--task ID] [--limit N]", "list attempts, newest first", (*CLI).cmdList},
+		{"show", "ATTEMPT", "show an attempt: verdict, every reason, metrics, agent identity", (*CLI).cmdShow},
+		{"cancel", "ATTEMPT...", "cancel queued or running attempts", (*CLI).cmdCancel},
+		{"log", "ATTEMPT [--denied]", "the journal as a timeline", (*CLI).cmdLog},
+		{"diff", "ATTEMPT [--at SEQ] [--all] [--tree]", "the changeset and unified diffs, or the tree at record SEQ", (*CLI).cmdDiff},
+		{"transcript", "ATTEMPT [--stdout | --stderr]", "the agent's captured output", (*CLI).cmdTranscript},
+		{"export", "ATTEMPT -o FILE", "write the attempt's archive to FILE (- for stdout)", (*CLI).cmdExport},
+		{"verify", "FILE", "check an exported archive offline", (*CLI).cmdVerify},
+		{"regrade", "ATTEMPT", "grade the stored final tree again", (*CLI).cmdRegrade},
+		{"tasks", "list | check [ID]", "list tasks, or check that their known attempts get their verdicts", (*CLI).cmdTasks},
+		{"status", "", "describe the daemon", (*CLI).cmdStatus},
+	}
+}
+
+func usageText() string {
+	var b strings.Builder
+	b.WriteString("usage: benchctl [--socket PATH] [--json] COMMAND [flags] [ARGS]\n\ncommands:\n")
+	for _, cmd := range commands {
+		fmt.Fprintf(&b, "  %-10s %s\n", cmd.name, cmd.short)
+	}
+	b.WriteString("\nevery command takes --json; \"benchctl COMMAND --help\" describes one.\n")
+	return b.String()
+}
+
+// Run runs benchctl with args (without the program name) and returns the
+// exit status.
+func (c *CLI) Run(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("benchctl", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.socket, "socket", "", "benchd's socket")
+	fs.BoolVar(&c.jsonFlag, "json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(c.Stdout, usageText())
+			return exitOK
+		}
+		return c.usageError("", "%v", err)
+	}
+	args = fs.Args()
+	if len(args) == 0 {
+		fmt.Fprint(c.Stderr, usageText())
+		return exitError
+	}
+	name := args[0]
+	if name == "help" {
+		fmt.Fprint(c.Stdout, usageText())
+		return exitOK
+	}
+	for _, cmd := range commands {
+		if cmd.name == name {
+			return cmd.run(c, ctx, args[1:])
+		}
+	}
+	return c.usageError("", "unknown command %q (benchctl help lists them)", name)
+}
+
+// api returns the client, made on first use, for the socket chosen.
+func (c *CLI) api() *client.Client {
+	if c.client == nil {
+		c.client = &client.Client{Socket: c.socket}
+	}
+	return c.client
+}
+
+// flags starts a subcommand's flag set with the flags every command has.
+type flags struct {
+	*flag.FlagSet
+	cmd  string
+	json bool
+}
+
+func (c *CLI) newFlags(cmd string) *flags {
+	f := &flags{FlagSet: flag.NewFlagSet(cmd, flag.ContinueOnError), cmd: cmd}
+	f.SetOutput(io.Discard)
+	f.BoolVar(&f.json, "json", c.jsonFlag, "print JSON")
+	f.StringVar(&c.socket, "socket", c.socket, "benchd's socket (default $BENCHD_SOCKET, else /run/benchd/benchd.sock)")
+	return f
+}
+
+// parse parses flags and positional arguments in any order ("--" ends
+// the flags). It returns the positional arguments, or an exit status when
+// the command should stop: usage printed for --help, or a usage error.
+func (c *CLI) parse(f *flags, args []string) ([]string, int, bool) {
+	var pos []string
+	for {
+		if err := f.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				c.printCommandUsage(f)
+				return nil, exitOK, false
+			}
+			return nil, c.usageError(f.cmd, "%v", err), false
+		}
+		rest := f.Args()
+		if len(rest) == 0 {
+			return pos, 0, true
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), 0, true
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func (c *CLI) printCommandUsage(f *flags) {
+	for _, cmd := range commands {
+		if cmd.name == strings.Fields(f.cmd)[0] {
+			fmt.Fprintf(c.Stdout, "usage: benchctl %s %s\n\n%s\n\nflags:\n", cmd.name, cmd.args, cmd.short)
+		}
+	}
+	f.SetOutput(c.Stdout)
+	f.PrintDefaults()
+	f.SetOutput(io.Discard)
+}
+
+// wantArgs checks the number of positional arguments.
+func (c *CLI) wantArgs(f *flags, pos []string, min, max int, what string) (int, bool) {
+	if len(pos) < min {
+		return c.usageError(f.cmd, "missing %s", what), false
+	}
+	if max >= 0 && len(pos) > max {
+		return c.usageError(f.cmd, "unexpected argument %q", pos[max]), false
+	}
+	return 0, true
+}
+
+// usageError prints a one-line usage error and returns exitError.
+func (c *CLI) usageError(cmd, format string, a ...any) int {
+	c.errorLine(cmd, fmt.Sprintf(format, a...))
+	return exitError
+}
+
+// fail prints err as one line and returns code.
+func (c *CLI) fail(cmd string, code int, err error) int {
+	c.errorLine(cmd, err.Error())
+	return code
+}
+
+func (c *CLI) errorLine(cmd, msg string) {
+	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
+	if cmd != "" {
+		fmt.Fprintf(c.Stderr, "benchctl %s: %s\n", cmd, msg)
+	} else {
+		fmt.Fprintf(c.Stderr, "benchctl: %s\n", msg)
+	}
+}
+
+// printJSON prints v as one indented JSON object.
+func (c *CLI) printJSON(v any) {
+	enc := json.NewEncoder(c.Stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}

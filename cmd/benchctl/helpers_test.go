@@ -1,0 +1,429 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"benchd.dev/client/apitype"
+	"benchd.dev/fsmon/journal"
+)
+
+// fixture is a finished attempt with a real journal: counter.py
+// modified, new.py added, a denied unlink of README.md, and ignored noise
+// under __pycache__/.
+type fixture struct {
+	dir         string
+	journalPath string
+	recs        []journal.Record
+	attempt     apitype.Attempt
+	task        apitype.TaskInfo
+	blobs       *journal.Blobs
+}
+
+const (
+	counterBefore = "def count(n):\n    total = 0\n    for i in range(n):\n        total += i\n    return total\n"
+	counterAfter  = "def count(n):\n    total = 0\n    for i in range(n + 1):\n        total += i\n    return total\n"
+	newFile       = "print('new')\n"
+)
+
+var testPolicy = journal.Policy{Allow: []string{"src/*.py"}, Ignore: []string{"__pycache__/"}}
+
+func writeFile(t *testing.T, p, content string, mode fs.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	writeFile(t, filepath.Join(ws, "src", "counter.py"), counterBefore, 0o644)
+	writeFile(t, filepath.Join(ws, "README.md"), "hello\n", 0o644)
+	os.Chmod(filepath.Join(ws, "src"), 0o755)
+	os.Chmod(ws, 0o755)
+
+	fx := &fixture{dir: dir, journalPath: filepath.Join(dir, "journal.jsonl")}
+	w, err := journal.Create(fx.journalPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.blobs = w.Blobs()
+	initial, err := journal.SnapshotTree(ws, fx.blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var mono int64
+	add := func(r journal.Record) {
+		t.Helper()
+		mono += 125_000_000
+		r.Mono, r.Wall = mono, start.Add(time.Duration(mono))
+		if r.Result == "" {
+			r.Result = "ok"
+		}
+		got, err := w.Append(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fx.recs = append(fx.recs, got)
+	}
+	const pid, comm = 4242, "python3"
+	add(journal.Record{Op: journal.OpMount, SHA256: initial.ManifestHash()})
+	writeFile(t, filepath.Join(ws, "src", "counter.py"), counterAfter, 0o644)
+	add(journal.Record{Op: journal.OpOpen, Path: "src/counter.py", PID: pid, Comm: comm, Flags: 0o1001, Decision: journal.Allowed})
+	add(journal.Record{Op: journal.OpWrite, Path: "src/counter.py", PID: pid, Comm: comm, Size: int64(len(counterAfter)), Decision: journal.Allowed})
+	add(journal.Record{Op: journal.OpRelease, Path: "src/counter.py", PID: pid, Comm: comm, Size: int64(len(counterAfter)), SHA256: journal.HashBytes([]byte(counterAfter)), Decision: journal.Allowed})
+	writeFile(t, filepath.Join(ws, "src", "new.py"), newFile, 0o644)
+	add(journal.Record{Op: journal.OpCreate, Path: "src/new.py", PID: pid, Comm: comm, Mode: 0o644, Decision: journal.Allowed})
+	add(journal.Record{Op: journal.OpWrite, Path: "src/new.py", PID: pid, Comm: comm, Size: int64(len(newFile)), Decision: journal.Allowed})
+	add(journal.Record{Op: journal.OpRelease, Path: "src/new.py", PID: pid, Comm: comm, Size: int64(len(newFile)), SHA256: journal.HashBytes([]byte(newFile)), Decision: journal.Allowed})
+	add(journal.Record{Op: journal.OpUnlink, Path: "README.md", PID: 4243, Comm: "rm", Result: "EACCES", Decision: journal.Denied})
+	if err := os.Mkdir(filepath.Join(ws, "__pycache__"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(ws, "__pycache__"), 0o755)
+	add(journal.Record{Op: journal.OpMkdir, Path: "__pycache__", PID: pid, Comm: comm, Mode: 0o755, Decision: journal.Ignored})
+	writeFile(t, filepath.Join(ws, "__pycache__", "c.pyc"), "\x00\x01pyc", 0o644)
+	add(journal.Record{Op: journal.OpCreate, Path: "__pycache__/c.pyc", PID: pid, Comm: comm, Mode: 0o644, Decision: journal.Ignored})
+	add(journal.Record{Op: journal.OpRelease, Path: "__pycache__/c.pyc", PID: pid, Comm: comm, Size: 5, SHA256: journal.HashBytes([]byte("\x00\x01pyc")), Decision: journal.Ignored})
+	final, err := journal.SnapshotTree(ws, fx.blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(journal.Record{Op: journal.OpUnmount, SHA256: final.ManifestHash()})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := journal.VerifyReplay(fx.recs, fx.blobs); err != nil {
+		t.Fatalf("the fixture's journal does not replay: %v", err)
+	}
+	cs, err := journal.ChangesetOf(fx.recs, fx.blobs, testPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cs.String(); got != "modified src/counter.py\nadded src/new.py\n" {
+		t.Fatalf("the fixture's changeset is %q", got)
+	}
+	done := start.Add(2 * time.Second)
+	fx.task = apitype.TaskInfo{ID: "rt-01", Name: "circular counter", Grader: "pytest", TimeoutSec: 600,
+		KnownAttempts: []string{"off-by-one"}, SHA256: strings.Repeat("7", 64),
+		Allow: testPolicy.Allow, Ignore: testPolicy.Ignore}
+	fx.attempt = apitype.Attempt{
+		ID: "a-1", Run: "r-1", Task: "rt-01", State: apitype.StateDone, Pass: true, Reward: 1,
+		Reasons:  []apitype.Reason{},
+		Agent:    apitype.AgentIdentity{Spec: "python3 agent.py {plan}", Exe: "/usr/bin/python3", SHA256: strings.Repeat("e", 64), Args: []string{"agent.py", "/workspace/plan.md"}, Version: "agent 1.2", Env: []string{"API_KEY"}},
+		ExitCode: 0, WallMS: 2000, PeakMemoryBytes: 48 << 20, MaxRSSBytes: 30 << 20, Edits: 6, Denied: 1,
+		Changeset:   toAPIChanges(cs),
+		Network:     apitype.Network{Mode: "closed", Attempts: []apitype.NetAttempt{{Time: start, Proto: "tcp", Dst: "93.184.216.34:443"}}},
+		JournalHead: fx.recs[len(fx.recs)-1].Hash, TaskSHA256: fx.task.SHA256,
+		Created: start, Started: &start, Finished: &done,
+	}
+	return fx
+}
+
+// archiveFiles returns the files of the fixture's export archive, by
+// name in the archive.
+func (fx *fixture) archiveFiles(t *testing.T) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	read := func(p string) []byte {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	files["journal.jsonl"] = read(fx.journalPath)
+	bdir := journal.BlobsDir(fx.journalPath)
+	filepath.WalkDir(bdir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			rel, _ := filepath.Rel(bdir, p)
+			files["journal.jsonl.blobs/"+filepath.ToSlash(rel)] = read(p)
+		}
+		return err
+	})
+	files["transcript/stdout"] = []byte("working\n")
+	files["transcript/stderr"] = nil
+	a, _ := json.Marshal(fx.attempt)
+	files["attempt.json"] = a
+	tk, _ := json.Marshal(fx.task)
+	files["task.json"] = tk
+	return files
+}
+
+// tarFiles makes a tar of files, in sorted order, with the directories.
+func tarFiles(t *testing.T, files map[string][]byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	dirs := map[string]bool{}
+	for _, n := range names {
+		for i := range n {
+			if n[i] == '/' && !dirs[n[:i]] {
+				dirs[n[:i]] = true
+				if err := tw.WriteHeader(&tar.Header{Name: n[:i] + "/", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: n, Typeflag: tar.TypeReg, Mode: 0o444, Size: int64(len(files[n]))}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(files[n])
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// fakeDaemon serves the API from a fixture on a unix socket in a temp
+// dir. Runs get the attempts in runAttempts, streamed as events.
+type fakeDaemon struct {
+	Socket string
+	fx     *fixture
+
+	mu          sync.Mutex
+	attempts    map[string]apitype.Attempt
+	runAttempts []apitype.Attempt // what POST /v1/runs starts
+	cutEvents   bool              // end event streams before the last event
+	holdEvents  bool              // keep event streams open until the client leaves
+	corruptBlob bool              // serve blobs with a byte changed
+	requests    []string
+	runBodies   []string
+}
+
+func newFakeDaemon(t *testing.T, fx *fixture) *fakeDaemon {
+	t.Helper()
+	d := &fakeDaemon{Socket: filepath.Join(t.TempDir(), "d.sock"), fx: fx,
+		attempts: map[string]apitype.Attempt{fx.attempt.ID: fx.attempt}}
+	mux := http.NewServeMux()
+	errorf := func(w http.ResponseWriter, status int, code, msg string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(apitype.Error{Code: code, Message: msg})
+	}
+	reply := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	}
+	attempt := func(w http.ResponseWriter, r *http.Request) (apitype.Attempt, bool) {
+		d.mu.Lock()
+		a, ok := d.attempts[r.PathValue("id")]
+		d.mu.Unlock()
+		if !ok {
+			errorf(w, 404, apitype.CodeNotFound, "no attempt "+r.PathValue("id"))
+		}
+		return a, ok
+	}
+	mux.HandleFunc("POST /v1/runs", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var req apitype.RunRequest
+		if err := json.Unmarshal(b, &req); err != nil {
+			errorf(w, 400, apitype.CodeInvalid, "bad json")
+			return
+		}
+		if req.Task != "rt-01" {
+			errorf(w, 400, apitype.CodeInvalid, "unknown task \""+req.Task+"\"")
+			return
+		}
+		d.mu.Lock()
+		d.runBodies = append(d.runBodies, string(b))
+		run := apitype.Run{ID: "r-2", Task: req.Task, Agent: req.Agent, Created: time.Now()}
+		for _, a := range d.runAttempts {
+			d.attempts[a.ID] = a
+			run.Attempts = append(run.Attempts, a.ID)
+		}
+		d.mu.Unlock()
+		w.WriteHeader(201)
+		reply(w, run)
+	})
+	mux.HandleFunc("GET /v1/attempts", func(w http.ResponseWriter, r *http.Request) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		var list apitype.AttemptList
+		for _, a := range d.attempts {
+			if r.URL.Query().Get("task") == "" || r.URL.Query().Get("task") == a.Task {
+				list.Attempts = append(list.Attempts, a)
+			}
+		}
+		reply(w, list)
+	})
+	mux.HandleFunc("GET /v1/attempts/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if a, ok := attempt(w, r); ok {
+			reply(w, a)
+		}
+	})
+	mux.HandleFunc("GET /v1/attempts/{id}/events", func(w http.ResponseWriter, r *http.Request) {
+		a, ok := attempt(w, r)
+		if !ok {
+			return
+		}
+		enc := json.NewEncoder(w)
+		for i, ph := range []string{apitype.PhasePrepare, apitype.PhaseRun, apitype.PhaseGrade} {
+			enc.Encode(apitype.Event{Attempt: a.ID, State: apitype.StateRunning, Phase: ph, ElapsedMS: int64(i * 100), MemoryBytes: 1 << 20, Edits: int64(i)})
+			w.(http.Flusher).Flush()
+		}
+		d.mu.Lock()
+		cut, hold := d.cutEvents, d.holdEvents
+		d.mu.Unlock()
+		if hold {
+			<-r.Context().Done()
+			return
+		}
+		if !cut {
+			enc.Encode(apitype.Event{Attempt: a.ID, State: a.State, Done: true, Final: &a})
+		}
+	})
+	mux.HandleFunc("POST /v1/attempts/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
+		a, ok := attempt(w, r)
+		if !ok {
+			return
+		}
+		if finished(a) {
+			errorf(w, 409, apitype.CodeConflict, "attempt "+a.ID+" has finished")
+			return
+		}
+		a.State = apitype.StateCanceled
+		d.mu.Lock()
+		d.attempts[a.ID] = a
+		d.mu.Unlock()
+		reply(w, a)
+	})
+	mux.HandleFunc("POST /v1/attempts/{id}/regrade", func(w http.ResponseWriter, r *http.Request) {
+		a, ok := attempt(w, r)
+		if !ok {
+			return
+		}
+		v := apitype.Verdict{Pass: a.Pass, Reward: a.Reward, Reasons: a.Reasons}
+		reply(w, apitype.Regrade{Attempt: a.ID, Same: true, Before: v, After: v})
+	})
+	mux.HandleFunc("GET /v1/attempts/{id}/journal", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := attempt(w, r); ok {
+			http.ServeFile(w, r, fx.journalPath)
+		}
+	})
+	mux.HandleFunc("GET /v1/attempts/{id}/blobs/{sha}", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := attempt(w, r); !ok {
+			return
+		}
+		p, err := fx.blobs.Path(r.PathValue("sha"))
+		if err != nil {
+			errorf(w, 400, apitype.CodeInvalid, err.Error())
+			return
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			errorf(w, 404, apitype.CodeNotFound, "no blob "+r.PathValue("sha"))
+			return
+		}
+		d.mu.Lock()
+		if d.corruptBlob && len(b) > 0 {
+			b[0] ^= 1
+		}
+		d.mu.Unlock()
+		w.Write(b)
+	})
+	mux.HandleFunc("GET /v1/attempts/{id}/transcript", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := attempt(w, r); ok {
+			reply(w, apitype.Transcript{Stdout: "working\n", Stderr: "warning: x", StderrTruncated: true})
+		}
+	})
+	mux.HandleFunc("GET /v1/attempts/{id}/export", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := attempt(w, r); ok {
+			w.Header().Set("Content-Type", "application/x-tar")
+			w.Write(tarFiles(t, fx.archiveFiles(t)))
+		}
+	})
+	mux.HandleFunc("GET /v1/tasks", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, apitype.TaskList{Tasks: []apitype.TaskInfo{fx.task}})
+	})
+	mux.HandleFunc("POST /v1/tasks/check", func(w http.ResponseWriter, r *http.Request) {
+		res := []apitype.CheckResult{
+			{Task: "rt-01", Agent: apitype.AgentReference, Attempt: "a-10", WantPass: true, GotPass: true, OK: true},
+			{Task: "rt-01", Agent: apitype.AgentAttemptPrefix + "off-by-one", Attempt: "a-11", WantCode: "tests_failed", GotPass: true, OK: false},
+		}
+		if r.URL.Query().Get("task") == "rt-02" {
+			res = res[:1]
+		}
+		ok := true
+		for _, c := range res {
+			ok = ok && c.OK
+		}
+		reply(w, apitype.TaskCheck{Results: res, OK: ok})
+	})
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, apitype.Status{Version: "test", Concurrency: 2, StateDir: "/var/lib/benchd"})
+	})
+	l, err := net.Listen("unix", d.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.mu.Lock()
+		d.requests = append(d.requests, r.Method+" "+r.URL.Path)
+		d.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	}))
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return d
+}
+
+func (d *fakeDaemon) requestCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.requests)
+}
+
+// runCLI runs benchctl against socket with args and returns the exit
+// status and what it printed.
+func runCLI(t *testing.T, socket string, env map[string]string, terminal bool, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return runCLIContext(ctx, t, socket, env, terminal, args...)
+}
+
+func runCLIContext(ctx context.Context, t *testing.T, socket string, env map[string]string, terminal bool, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	c := &CLI{
+		Stdout: &stdout, Stderr: &stderr, Terminal: terminal,
+		LookupEnv: func(name string) (string, bool) { v, ok := env[name]; return v, ok },
+	}
+	if socket != "" {
+		args = append([]string{"--socket", socket}, args...)
+	}
+	code := c.Run(ctx, args)
+	return code, stdout.String(), stderr.String()
+}

@@ -1,0 +1,65 @@
+// Command benchctl is the client of benchd: it starts attempts of an agent
+// on a benchmark task, shows their verdicts, and examines the forensic
+// record of an attempt (its journal, its changes, its transcript), and it
+// checks an exported attempt offline.
+//
+//	benchctl [--socket PATH] [--json] COMMAND [flags] [ARGS]
+//
+//	run --task ID --agent A [--attempts N] [--timeout D] [--env NAME]...
+//	    [--gateway NAME=HOST:PORT]... [--model M] [--detach]
+//	list [--run ID] [--task ID] [--limit N]
+//	show ATTEMPT
+//	cancel ATTEMPT...
+//	log ATTEMPT [--denied]
+//	diff ATTEMPT [--at SEQ] [--all] [--tree]
+//	transcript ATTEMPT [--stdout | --stderr]
+//	export ATTEMPT -o FILE
+//	verify FILE                 (offline: needs no benchd)
+//	regrade ATTEMPT
+//	tasks list
+//	tasks check [ID]
+//	status
+//
+// The socket is --socket, else $BENCHD_SOCKET, else /run/benchd/benchd.sock.
+// Every command takes --json (before or after the command), which prints
+// one JSON object on stdout.
+// Errors are one line on stderr.
+//
+// Exit status: 0 when the answer is yes (every attempt passed, the archive
+// verifies, every task check matched, a regrade gave the same verdict);
+// 1 when it is no (an attempt failed, the archive or journal does not
+// verify, a check or a regrade differs); 2 when there is no answer (bad
+// usage, benchd unreachable or refusing the request, an infra error of an
+// attempt, an interrupted run).
+//
+// The whole CLI lives in this package: main only wires the process
+// (arguments, environment, signals, whether stdout is a terminal) into
+// CLI.Run, which tests call directly.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	cli := &CLI{
+		Stdout:    os.Stdout,
+		Stderr:    os.Stderr,
+		LookupEnv: os.LookupEnv,
+		Terminal:  isTerminal(os.Stdout),
+	}
+	code := cli.Run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// isTerminal reports whether f is a character device (a terminal), which
+// is when the live lines of run are drawn.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
+}

@@ -1,0 +1,412 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"benchd.dev/client/apitype"
+)
+
+// runResult is what run --json prints.
+type runResult struct {
+	Run      string            `json:"run"`
+	Task     string            `json:"task"`
+	Agent    string            `json:"agent"`
+	Pass     bool              `json:"pass"` // every attempt passed
+	Attempts []apitype.Attempt `json:"attempts"`
+}
+
+// runFlags are the flags of run, before they become a RunRequest.
+type runFlags struct {
+	task, agent, timeout, model string
+	attempts                    int
+	env, gateways               stringList
+}
+
+func (c *CLI) cmdRun(ctx context.Context, args []string) int {
+	f := c.newFlags("run")
+	var rf runFlags
+	f.StringVar(&rf.task, "task", "", "task `ID` (benchctl tasks list)")
+	f.StringVar(&rf.agent, "agent", "", "agent: builtin:reference, builtin:null, builtin:attempt:NAME or a command line")
+	f.IntVar(&rf.attempts, "attempts", 1, fmt.Sprintf("number of attempts, 1 to %d", apitype.MaxAttempts))
+	f.StringVar(&rf.timeout, "timeout", "", "wall-clock limit per attempt, a Go duration (default the task's)")
+	f.Var(&rf.env, "env", "pass environment variable `NAME` to the agent, value taken from benchctl's environment (repeatable)")
+	f.Var(&rf.gateways, "gateway", "expose a model endpoint `NAME=HOST:PORT` to the agent (repeatable)")
+	f.StringVar(&rf.model, "model", "", "model name, recorded in the agent's identity")
+	detach := f.Bool("detach", false, "start the attempts and return without waiting")
+	pos, code, ok := c.parse(f, args)
+	if !ok {
+		return code
+	}
+	if code, ok := c.wantArgs(f, pos, 0, 0, ""); !ok {
+		return code
+	}
+	req, err := rf.request(c.LookupEnv)
+	if err != nil {
+		return c.usageError("run", "%v", err)
+	}
+	run, err := c.api().CreateRun(ctx, req)
+	if err != nil {
+		return c.fail("run", exitError, err)
+	}
+	if *detach {
+		return c.printDetached(ctx, f.json, run)
+	}
+	if !f.json {
+		fmt.Fprintf(c.Stdout, "run %s: %d attempt(s) of %s by %s\n", run.ID, len(run.Attempts), run.Task, run.Agent)
+	}
+	attempts, err := c.watch(ctx, run, c.Terminal && !f.json)
+	if err != nil {
+		return c.fail("run", exitError, err)
+	}
+	return c.printRun(f.json, run, attempts)
+}
+
+// request checks the flags and makes the request. Variables named by
+// --env are read with lookup; their values are sent, never printed.
+func (rf *runFlags) request(lookup func(string) (string, bool)) (apitype.RunRequest, error) {
+	req := apitype.RunRequest{Task: rf.task, Agent: rf.agent, Attempts: rf.attempts, Model: rf.model}
+	switch {
+	case rf.task == "":
+		return req, errors.New("missing --task ID")
+	case rf.agent == "":
+		return req, errors.New("missing --agent")
+	case rf.attempts < 1 || rf.attempts > apitype.MaxAttempts:
+		return req, fmt.Errorf("--attempts %d: want 1 to %d", rf.attempts, apitype.MaxAttempts)
+	}
+	if rf.timeout != "" {
+		d, err := time.ParseDuration(rf.timeout)
+		if err != nil {
+			return req, fmt.Errorf("--timeout %q: want a duration such as 90s or 10m", rf.timeout)
+		}
+		if d < apitype.MinTimeout || d > apitype.MaxTimeout {
+			return req, fmt.Errorf("--timeout %v: want %v to %v", d, apitype.MinTimeout, apitype.MaxTimeout)
+		}
+		req.Timeout = d.String()
+	}
+	seen := map[string]bool{}
+	for _, name := range rf.env {
+		if strings.Contains(name, "=") {
+			return req, fmt.Errorf("--env %s: give only the NAME; the value is read from benchctl's environment", strings.SplitN(name, "=", 2)[0])
+		}
+		if !validEnvName(name) {
+			return req, fmt.Errorf("--env %q: not a variable name", name)
+		}
+		if seen[name] {
+			return req, fmt.Errorf("--env %s given twice", name)
+		}
+		seen[name] = true
+		v, ok := lookup(name)
+		if !ok {
+			return req, fmt.Errorf("--env %s: not set in benchctl's environment", name)
+		}
+		req.Env = append(req.Env, apitype.EnvVar{Name: name, Value: v})
+	}
+	for _, g := range rf.gateways {
+		if err := checkGateway(g); err != nil {
+			return req, err
+		}
+		req.Gateways = append(req.Gateways, g)
+	}
+	return req, nil
+}
+
+func validEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// checkGateway checks the form NAME=HOST:PORT.
+func checkGateway(g string) error {
+	name, addr, ok := strings.Cut(g, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("--gateway %q: want NAME=HOST:PORT", g)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return fmt.Errorf("--gateway %q: want NAME=HOST:PORT", g)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("--gateway %q: port %q is not 1 to 65535", g, port)
+	}
+	return nil
+}
+
+// printDetached reports the attempts started and returns at once.
+func (c *CLI) printDetached(ctx context.Context, asJSON bool, run apitype.Run) int {
+	as := make([]apitype.Attempt, len(run.Attempts))
+	for i, id := range run.Attempts {
+		a, err := c.api().Attempt(ctx, id)
+		if err != nil {
+			a = apitype.Attempt{ID: id, Run: run.ID, Task: run.Task, State: apitype.StateQueued}
+		}
+		as[i] = normalize(a)
+	}
+	if asJSON {
+		c.printJSON(runResult{Run: run.ID, Task: run.Task, Agent: run.Agent, Attempts: as})
+		return exitOK
+	}
+	fmt.Fprintf(c.Stdout, "run %s: %d attempt(s) of %s started; follow with: benchctl list --run %s\n",
+		run.ID, len(as), run.Task, run.ID)
+	for _, a := range as {
+		fmt.Fprintln(c.Stdout, a.ID)
+	}
+	return exitOK
+}
+
+// printRun prints the verdicts and returns the exit status.
+func (c *CLI) printRun(asJSON bool, run apitype.Run, as []apitype.Attempt) int {
+	pass := len(as) > 0
+	code := exitOK
+	for _, a := range as {
+		if !(a.State == apitype.StateDone && a.Pass) {
+			pass = false
+			if code == exitOK {
+				code = exitNo
+			}
+		}
+		if a.State == apitype.StateInfraError {
+			code = exitError
+		}
+	}
+	if asJSON {
+		c.printJSON(runResult{Run: run.ID, Task: run.Task, Agent: run.Agent, Pass: pass, Attempts: normalizeAll(as)})
+		return code
+	}
+	verdictTable(c.Stdout, as)
+	n := 0
+	for _, a := range as {
+		if a.State == apitype.StateDone && a.Pass {
+			n++
+		}
+	}
+	fmt.Fprintf(c.Stdout, "\n%d of %d attempts passed (run %s)\n", n, len(as), run.ID)
+	for _, a := range as {
+		if a.State == apitype.StateInfraError {
+			fmt.Fprintf(c.Stdout, "  %s: infra error: %s\n", a.ID, oneLine(a.InfraError, 200))
+		}
+		for _, r := range a.Reasons {
+			fmt.Fprintf(c.Stdout, "  %s: %s: %s\n", a.ID, r.Code, oneLine(r.Message, 200))
+		}
+	}
+	return code
+}
+
+// watch follows every attempt of run to its end, drawing a live line per
+// attempt when live is set. If ctx ends first, the attempts that have not
+// finished are canceled.
+func (c *CLI) watch(ctx context.Context, run apitype.Run, live bool) ([]apitype.Attempt, error) {
+	n := len(run.Attempts)
+	p := &progress{ids: run.Attempts, events: make([]apitype.Event, n), at: make([]time.Time, n), final: make([]*apitype.Attempt, n)}
+	results := make([]apitype.Attempt, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, id := range run.Attempts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := c.follow(ctx, id, func(ev apitype.Event) { p.update(i, ev) })
+			results[i], errs[i] = a, err
+			if err == nil {
+				p.finish(i, a)
+			}
+		}()
+	}
+	stopDraw := func() {}
+	if live {
+		stopDraw = p.draw(c.Stdout)
+	}
+	wg.Wait()
+	stopDraw()
+	if ctx.Err() != nil {
+		var canceled []string
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for i, id := range run.Attempts {
+			if errs[i] != nil {
+				if _, err := c.api().Cancel(cctx, id); err == nil {
+					canceled = append(canceled, id)
+				}
+			}
+		}
+		if len(canceled) == 0 {
+			return nil, errors.New("interrupted")
+		}
+		return nil, fmt.Errorf("interrupted: canceled %s", strings.Join(canceled, ", "))
+	}
+	var lost []string
+	for i, err := range errs {
+		if err != nil {
+			lost = append(lost, fmt.Sprintf("%s: %v", run.Attempts[i], err))
+		}
+	}
+	if len(lost) > 0 {
+		return nil, fmt.Errorf("lost track of attempts: %s", strings.Join(lost, "; "))
+	}
+	return results, nil
+}
+
+// pollEvery is how often an attempt is asked for when its event stream
+// broke while benchd still answers.
+var pollEvery = time.Second
+
+// follow reads an attempt's events up to the last, which carries the
+// final attempt. If the stream breaks, it asks for the attempt until it
+// has finished.
+func (c *CLI) follow(ctx context.Context, id string, update func(apitype.Event)) (apitype.Attempt, error) {
+	es, err := c.api().Events(ctx, id)
+	if err == nil {
+		for {
+			ev, nerr := es.Next()
+			if nerr != nil {
+				if !errors.Is(nerr, io.EOF) {
+					err = nerr
+				}
+				break
+			}
+			update(ev)
+			if ev.Done && ev.Final != nil {
+				es.Close()
+				return *ev.Final, nil
+			}
+		}
+		es.Close()
+	}
+	for {
+		if ctx.Err() != nil {
+			return apitype.Attempt{}, ctx.Err()
+		}
+		a, aerr := c.api().Attempt(ctx, id)
+		if aerr != nil {
+			if err != nil {
+				return a, fmt.Errorf("%v, then %w", err, aerr)
+			}
+			return a, aerr
+		}
+		if finished(a) {
+			return a, nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// progress is the live state of a run's attempts.
+type progress struct {
+	ids []string
+
+	mu     sync.Mutex
+	events []apitype.Event
+	at     []time.Time // when each last event came
+	final  []*apitype.Attempt
+}
+
+func (p *progress) update(i int, ev apitype.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.events[i] = ev
+	p.at[i] = time.Now()
+}
+
+func (p *progress) finish(i int, a apitype.Attempt) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.final[i] = &a
+}
+
+// lines renders one line per attempt.
+func (p *progress) lines() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, len(p.ids))
+	for i, id := range p.ids {
+		ev := p.events[i]
+		if ev.State == apitype.StateRunning {
+			// The clock runs between events.
+			ev.ElapsedMS += time.Since(p.at[i]).Milliseconds()
+		}
+		out[i] = liveLine(id, ev, p.final[i])
+	}
+	return out
+}
+
+// liveLine is an attempt's line while it runs: phase, elapsed, memory,
+// edits, denied operations; once finished, its verdict.
+func liveLine(id string, ev apitype.Event, final *apitype.Attempt) string {
+	if final != nil {
+		return fmt.Sprintf("%-14s %-11s %8s  peak %10s  edits %4d  denied %3d  %s", id, verdict(*final),
+			formatMS(final.WallMS), formatBytes(final.PeakMemoryBytes), final.Edits, final.Denied, reasonCodes(*final))
+	}
+	what := ev.State
+	if what == "" {
+		what = "waiting"
+	}
+	if ev.State == apitype.StateRunning && ev.Phase != "" {
+		what = ev.Phase
+	}
+	return fmt.Sprintf("%-14s %-11s %8s  mem  %10s  edits %4d  denied %3d", id, what,
+		formatMS(ev.ElapsedMS), formatBytes(ev.MemoryBytes), ev.Edits, ev.Denied)
+}
+
+// drawEvery is how often the live lines are redrawn.
+const drawEvery = 200 * time.Millisecond
+
+// draw redraws the live lines in place until the returned stop is called,
+// which draws them a last time.
+func (p *progress) draw(w io.Writer) (stop func()) {
+	drawn := 0
+	redraw := func() {
+		var b bytes.Buffer
+		if drawn > 0 {
+			fmt.Fprintf(&b, "\x1b[%dA", drawn)
+		}
+		lines := p.lines()
+		for _, l := range lines {
+			fmt.Fprintf(&b, "\r\x1b[2K%s\n", l)
+		}
+		drawn = len(lines)
+		w.Write(b.Bytes())
+	}
+	redraw()
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(drawEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				redraw()
+				return
+			case <-t.C:
+				redraw() // elapsed times move even without events
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+		fmt.Fprintln(w)
+	}
+}

@@ -1,0 +1,256 @@
+package runs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"benchd.dev/client/apitype"
+	"benchd.dev/fsmon/journal"
+	"benchd.dev/tasks"
+)
+
+// Sentinel errors. ErrInvalid: a spec or an agent the caller gave cannot
+// run (an unknown built-in, a command that does not exist, a bad
+// gateway). ErrConflict: the attempt's work directory exists already.
+var (
+	ErrInvalid  = errors.New("invalid attempt")
+	ErrConflict = errors.New("attempt already exists")
+)
+
+// PlanPath is where the plan is inside the sandbox; {plan} in an agent's
+// command line and $BENCH_PLAN are replaced by it.
+const PlanPath = "/workspace/plan.md"
+
+// planFile is the plan's name in the workspace.
+const planFile = "plan.md"
+
+// agentPath is the PATH inside the sandbox unless the caller passes one:
+// the sandbox's own default.
+const agentPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// agent is a resolved --agent: a built-in overlay or a command line.
+type agent struct {
+	id      apitype.AgentIdentity
+	builtin bool
+	overlay string   // built-ins: the overlay directory ("" for null)
+	deletes []string // built-ins: paths the overlay removes
+	argv    []string // commands: argv[0] is the resolved executable
+}
+
+// ResolveAgent checks an agent spec against a task and returns its
+// identity, without running anything. An unknown built-in, a known
+// attempt the task does not have, an empty or malformed command line, or
+// a command that does not exist is an error wrapping ErrInvalid.
+func (e *Engine) ResolveAgent(spec string, task *tasks.Task) (apitype.AgentIdentity, error) {
+	a, err := resolveAgent(spec, task, nil)
+	return a.id, err
+}
+
+// resolveAgent resolves spec. env is the agent's environment (its PATH,
+// if any, is used to find the command).
+func resolveAgent(spec string, task *tasks.Task, env []string) (agent, error) {
+	if task == nil {
+		return agent{}, fmt.Errorf("%w: no task", ErrInvalid)
+	}
+	id := apitype.AgentIdentity{Spec: spec}
+	if strings.HasPrefix(spec, "builtin:") {
+		a := agent{builtin: true}
+		switch {
+		case spec == apitype.AgentNull:
+		case spec == apitype.AgentReference:
+			ref := task.Reference()
+			a.overlay, a.deletes = ref.Dir, ref.Delete
+		case strings.HasPrefix(spec, apitype.AgentAttemptPrefix):
+			name := strings.TrimPrefix(spec, apitype.AgentAttemptPrefix)
+			if name == "reference" {
+				return agent{}, fmt.Errorf("%w: unknown built-in agent %q (the reference is %s)", ErrInvalid, spec, apitype.AgentReference)
+			}
+			at, err := task.Attempt(name)
+			if err != nil {
+				return agent{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+			}
+			a.overlay, a.deletes = at.Dir, at.Delete
+		default:
+			return agent{}, fmt.Errorf("%w: unknown built-in agent %q", ErrInvalid, spec)
+		}
+		sum, err := overlayHash(a.overlay, a.deletes)
+		if err != nil {
+			return agent{}, err
+		}
+		id.SHA256 = sum
+		a.id = id
+		return a, nil
+	}
+
+	argv, err := splitCommand(spec)
+	if err != nil {
+		return agent{}, fmt.Errorf("%w: agent %q: %w", ErrInvalid, spec, err)
+	}
+	if len(argv) == 0 {
+		return agent{}, fmt.Errorf("%w: empty agent command", ErrInvalid)
+	}
+	path := agentPath
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	exe, err := lookPath(argv[0], path)
+	if err != nil {
+		return agent{}, fmt.Errorf("%w: agent command %q: %w", ErrInvalid, argv[0], err)
+	}
+	sum, err := fileHash(exe)
+	if err != nil {
+		return agent{}, fmt.Errorf("%w: agent command %q: %w", ErrInvalid, argv[0], err)
+	}
+	id.Exe, id.SHA256, id.Args = exe, sum, argv[1:]
+	return agent{id: id, argv: append([]string{exe}, argv[1:]...)}, nil
+}
+
+// lookPath finds name as execve would inside the sandbox, whose / is the
+// host's: an absolute path as is, a bare name in path. A relative path
+// with a slash is refused: it would be relative to /workspace, which the
+// agent controls.
+func lookPath(name, path string) (string, error) {
+	if strings.Contains(name, "/") {
+		if !filepath.IsAbs(name) {
+			return "", errors.New("a path must be absolute (a relative one would name a workspace file)")
+		}
+		if err := executable(name); err != nil {
+			return "", err
+		}
+		return filepath.Clean(name), nil
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue // inside the sandbox it would be relative to /workspace
+		}
+		p := filepath.Join(dir, name)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("not found in PATH " + path)
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", p)
+	}
+	if fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not executable", p)
+	}
+	return nil
+}
+
+func fileHash(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// overlayHash identifies a built-in: the SHA-256 of the overlay tree's
+// manifest (journal.Tree.Manifest: every path with its type, mode and
+// content hash), followed by one line "delete PATH" per deleted path.
+// builtin:null is the hash of an empty manifest.
+func overlayHash(dir string, deletes []string) (string, error) {
+	tree := journal.Tree{}
+	if dir != "" {
+		if _, err := os.Stat(dir); err == nil {
+			t, err := journal.ScanTree(dir)
+			if err != nil {
+				return "", fmt.Errorf("unable to hash overlay %s: %w", dir, err)
+			}
+			tree = t
+		}
+	}
+	h := sha256.New()
+	h.Write(tree.Manifest())
+	for _, d := range deletes {
+		fmt.Fprintf(h, "delete %s\n", d)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// splitCommand splits a command line like a POSIX shell, without any
+// expansion: words are separated by blanks; single quotes keep
+// everything literally; double quotes keep everything but \" \\ \$ \`
+// and a backslash-newline; a backslash outside quotes quotes the next
+// character.
+func splitCommand(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case c == '\\':
+			inWord = true
+			if i+1 >= len(s) {
+				return nil, errors.New("trailing backslash")
+			}
+			i++
+			if s[i] != '\n' {
+				cur.WriteByte(s[i])
+			}
+		case c == '\'':
+			inWord = true
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, errors.New("unterminated single quote")
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+		case c == '"':
+			inWord = true
+			closed := false
+			for i++; i < len(s); i++ {
+				if s[i] == '"' {
+					closed = true
+					break
+				}
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`\n", s[i+1]) >= 0 {
+					i++
+					if s[i] != '\n' {
+						cur.WriteByte(s[i])
+					}
+					continue
+				}
+				cur.WriteByte(s[i])
+			}
+			if !closed {
+				return nil, errors.New("unterminated double quote")
+			}
+		default:
+			inWord = true
+			cur.WriteByte(c)
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}

@@ -1,0 +1,83 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"benchd.dev/client/apitype"
+)
+
+// BenchmarkAttemptOverhead measures the time benchd itself adds to an
+// attempt, grading left out (the grader's time is the task's): prepare,
+// mount, confine, run, collect, and the teardown of what is left. One
+// attempt per iteration; run it as
+//
+//	go test -run '^$' -bench AttemptOverhead -benchtime 50x ./daemon/runs
+//
+// for the median of 50. builtin:null is the figure (no sandbox:
+// built-ins are applied by benchd); /bin/true shows what confining a
+// command agent adds (cgroup, namespace, sandbox; the run phase holds
+// the agent's run and the teardown of its cgroup and namespace).
+func BenchmarkAttemptOverhead(b *testing.B) {
+	for _, agent := range []string{apitype.AgentNull, "/bin/true"} {
+		b.Run(strings.NewReplacer(":", "-", "/", "_").Replace(agent), func(b *testing.B) {
+			e := newEngine(b)
+			task := findTask(b, "rt-01")
+			ctx := context.Background()
+			parts := map[string][]time.Duration{}
+			var order []string
+			var totals []time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				var undo undoStack
+				t0 := time.Now()
+				id := fmt.Sprintf("o%d", i)
+				out, _, r, err := e.runAgent(ctx, Spec{AttemptID: id, Task: task, Agent: agent}, nil, &undo)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.enter("")
+				t1 := time.Now()
+				if err := undo.run(); err != nil {
+					b.Fatal(err)
+				}
+				t2 := time.Now()
+				if out.Attempt.ExitCode != 0 {
+					b.Fatalf("got exit %d, want 0", out.Attempt.ExitCode)
+				}
+				for _, p := range append(r.phases, PhaseTime{"teardown", t2.Sub(t1)}) {
+					if _, ok := parts[p.Phase]; !ok {
+						order = append(order, p.Phase)
+					}
+					parts[p.Phase] = append(parts[p.Phase], p.Duration)
+				}
+				totals = append(totals, t2.Sub(t0))
+				// The record (backing copy, journal) is the store's to
+				// keep; here it only fills the disk.
+				os.RemoveAll(e.AttemptDir(id))
+			}
+			b.StopTimer()
+			var sb strings.Builder
+			fmt.Fprintf(&sb, "%s: median of %d attempts: total %v =", agent, len(totals), median(totals).Round(10*time.Microsecond))
+			for _, p := range order {
+				fmt.Fprintf(&sb, " %s %v", p, median(parts[p]).Round(10*time.Microsecond))
+			}
+			b.Log(sb.String())
+			b.ReportMetric(float64(median(totals).Microseconds())/1000, "median-ms/attempt")
+		})
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

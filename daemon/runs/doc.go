@@ -1,0 +1,70 @@
+// Package runs runs one attempt: the only package that knows an attempt
+// is "a FUSE view + a cgroup + a netns + a sandbox + a grader". Engine.Run
+// takes DESIGN.md's steps in order, each set-up step registering its
+// undo on a stack that unwinds in reverse order, on failure and at the
+// end alike, so that no mount, cgroup or namespace outlives Run.
+//
+// # The steps
+//
+//  1. prepare: StateDir/attempts/ID/backing is a copy of the bundle's
+//     workspace plus plan.md (the task's instruction.md, mode 0444, owned
+//     by root). For a command agent the rest of the tree is handed to the
+//     agent's uid.
+//  2. mount: an fsmon view of the backing dir at attempts/ID/mnt, with the
+//     task's edit policy, journaling to attempts/ID/journal.jsonl (blobs
+//     beside it). plan.md is in the initial tree, so an unchanged plan
+//     never shows in a changeset; it is outside every task's allow globs,
+//     so an agent that tries to change it is refused and journaled.
+//  3. confine and 4. run: a built-in agent is applied by benchd itself,
+//     through the view, so the journal shows it like any agent's work
+//     (builtin:null does nothing; a change the policy refuses is skipped
+//     and journaled). A command agent runs as a confine job: the view at
+//     /workspace and as its working directory, the task's memory limit,
+//     the network closed unless the task allows the internet, the
+//     gateways, only the named environment variables plus BENCH_PLAN,
+//     Config.AgentUID and AgentGID, and the state directory (which holds
+//     the backing dir and every other attempt) and the task store masked.
+//     {plan} in its arguments becomes /workspace/plan.md.
+//  5. collect: exit status, wall time, the cgroup's peak memory, the
+//     largest single-process RSS, OOM, the network report, the
+//     transcript (attempts/ID/stdout and stderr), then the view is
+//     unmounted, the journal sealed and the changeset taken.
+//  6. grade: graders.Grade on a copy of the final tree without plan.md
+//     (attempts/ID/grade-*, removed afterwards), with the journal's
+//     changeset, the agent's exit status and timeout, its non-gateway
+//     network use and the last lines of its stdout; every grader command
+//     runs through ConfinedGraderRunner.
+//  7. verdict: the graders' verdict, which already applies the shared
+//     rules (exit 0, no timeout, only allowed files changed, no network
+//     on a closed task, stdlib imports), plus wrong_files when the
+//     policy refused any operation: an attempted edit violation fails the
+//     attempt even though the refused change never reached the tree.
+//
+// Storing is the daemon's. An error from Run is an infra error (or the
+// cancellation of its context); a failing agent is a verdict.
+//
+// # Progress
+//
+// The progress callback gets an event when each phase starts and every
+// 250 ms while a command agent runs: elapsed time, the cgroup's current
+// memory, and the view's counters (edits are journal records other than
+// mount and denied ones; denied are operations the policy refused).
+//
+// # Agent identity
+//
+// A command agent is split like a shell line, without expansion, and
+// resolved as execve inside the sandbox would: an absolute path as is, a
+// bare name in the agent's PATH (the sandbox's default unless PATH is
+// passed with --env). Its identity is the SHA-256 of that file (for a
+// script, the script itself: the interpreter named by its #! line is not
+// hashed) and its arguments as given. Version is left empty: running the
+// agent to ask would execute agent code outside the sandbox. Built-ins
+// are identified by the SHA-256 of their overlay's manifest (every path,
+// mode and content hash) followed by the paths they delete.
+//
+// # Crash leftovers
+//
+// Cleanup removes what a crash left under a state directory: views,
+// cgroups and namespaces named by confine, grading copies and grader
+// scratch roots. The attempts' own records stay.
+package runs

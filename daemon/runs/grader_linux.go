@@ -1,0 +1,210 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"benchd.dev/confine"
+	"benchd.dev/graders"
+	"benchd.dev/sandbox"
+)
+
+// GraderRunnerConfig configures ConfinedGraderRunner.
+type GraderRunnerConfig struct {
+	// UID and GID run the grader's commands (non-zero); default 65534.
+	UID, GID int
+	// ScratchRoot is the graders.Input.ScratchRoot of the gradings this
+	// runner serves; "" means os.TempDir(), as for graders.
+	ScratchRoot string
+	// Mask lists host paths the grader's commands must not read (the
+	// task store with every task's hidden tests and goldens, benchd's
+	// state directory). ScratchRoot must not lie inside one.
+	Mask []string
+	// CgroupParent and NetnsRunDir are as in confine.Spec.
+	CgroupParent string
+	NetnsRunDir  string
+	// PidsMax limits each command's tasks; 0 means confine's default.
+	PidsMax int64
+	Logger  *slog.Logger
+}
+
+// ConfinedGraderRunner returns a graders.Runner that runs each grader
+// command as a confine job: its own cgroup (RunSpec.MemoryLimit as
+// memory.max), a closed network namespace, a sandbox as cfg.UID with
+// cfg.Mask masked. The grader's scratch directory (the directory of
+// ScratchRoot that holds RunSpec.Dir) is handed to cfg.UID and bound
+// read-write at the same path, so every path the grader passes works
+// unchanged. The command can therefore change anything in that scratch
+// directory, hidden test copies included, while it runs: graders must
+// not trust a file there after running the agent's code beside it. RunResult.MaxRSS is the largest single-process peak RSS
+// (see confine), PeakMemory the cgroup's peak. Output is kept up to
+// RunSpec.OutputCap (graders.DefaultOutputCap by default) per stream,
+// head and tail, as graders.ExecRunner keeps it.
+func ConfinedGraderRunner(cfg GraderRunnerConfig) graders.Runner {
+	if cfg.UID == 0 {
+		cfg.UID = 65534
+	}
+	if cfg.GID == 0 {
+		cfg.GID = 65534
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &graderRunner{cfg: cfg}
+}
+
+// graderRunner is the confined graders.Runner.
+type graderRunner struct {
+	cfg GraderRunnerConfig
+}
+
+// storeCap is how much of each stream the sandbox stores; the runner then
+// keeps the head and tail of it (pytest's summary is at the end).
+const storeCap = 8 << 20
+
+// Run runs one grader command confined.
+func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.RunResult, error) {
+	if len(spec.Args) == 0 {
+		return graders.RunResult{}, errors.New("unable to run: no command")
+	}
+	top, err := g.scratchTop(spec.Dir)
+	if err != nil {
+		return graders.RunResult{}, err
+	}
+	// Graders write results beside the working directory (probe
+	// outputs, nonce-stamped reports), so the command gets the whole
+	// scratch directory.
+	if err := chownTree(top, g.cfg.UID, g.cfg.GID); err != nil {
+		return graders.RunResult{}, fmt.Errorf("unable to hand the scratch dir to uid %d: %w", g.cfg.UID, err)
+	}
+	outDir, err := os.MkdirTemp("", "benchd-grader-out-")
+	if err != nil {
+		return graders.RunResult{}, fmt.Errorf("unable to make an output dir: %w", err)
+	}
+	defer os.RemoveAll(outDir)
+	env := spec.Env
+	if env == nil {
+		env = []string{"PATH=/usr/bin:/bin"}
+	}
+	res, err := confine.Run(ctx, confine.Spec{
+		Args:         spec.Args,
+		Env:          env,
+		Dir:          spec.Dir,
+		Binds:        []sandbox.Bind{{Source: top, Target: top, Writable: true}},
+		Mask:         g.cfg.Mask,
+		UID:          g.cfg.UID,
+		GID:          g.cfg.GID,
+		Hostname:     "grader",
+		Timeout:      spec.Timeout,
+		MemoryMax:    spec.MemoryLimit,
+		PidsMax:      g.cfg.PidsMax,
+		StdoutPath:   filepath.Join(outDir, "stdout"),
+		StderrPath:   filepath.Join(outDir, "stderr"),
+		OutputCap:    storeCap,
+		CgroupParent: g.cfg.CgroupParent,
+		NetnsRunDir:  g.cfg.NetnsRunDir,
+		Logger:       g.cfg.Logger,
+	})
+	if err != nil {
+		return graders.RunResult{}, fmt.Errorf("unable to run %s confined: %w", spec.Args[0], err)
+	}
+	capN := spec.OutputCap
+	if capN <= 0 {
+		capN = graders.DefaultOutputCap
+	}
+	out := graders.RunResult{
+		ExitCode:   res.ExitCode,
+		Signal:     int(res.Signal),
+		TimedOut:   res.TimedOut,
+		OOM:        res.OOM,
+		Wall:       res.Wall,
+		PeakMemory: res.PeakMemory,
+		MaxRSS:     res.MaxRSS,
+	}
+	if out.Stdout, err = headTail(filepath.Join(outDir, "stdout"), capN); err != nil {
+		return graders.RunResult{}, err
+	}
+	if out.Stderr, err = headTail(filepath.Join(outDir, "stderr"), capN); err != nil {
+		return graders.RunResult{}, err
+	}
+	return out, nil
+}
+
+// scratchTop returns the directory directly below the scratch root that
+// holds dir: the grader's whole scratch directory.
+func (g *graderRunner) scratchTop(dir string) (string, error) {
+	root := g.cfg.ScratchRoot
+	if root == "" {
+		root = os.TempDir()
+	}
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return "", err
+	}
+	if dir == "" || !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("grader dir %q is not an absolute path", dir)
+	}
+	rel, err := filepath.Rel(root, filepath.Clean(dir))
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("grader dir %s is not below the scratch root %s", dir, root)
+	}
+	first, _, _ := strings.Cut(rel, "/")
+	top := filepath.Join(root, first)
+	fi, err := os.Lstat(top)
+	if err != nil {
+		return "", fmt.Errorf("grader scratch dir: %w", err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("grader scratch %s is not a directory", top)
+	}
+	return top, nil
+}
+
+// chownTree gives every file of dir to uid:gid, without following
+// symbolic links.
+func chownTree(dir string, uid, gid int) error {
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+}
+
+// headTail reads a captured stream and keeps its first and last max/2
+// bytes, with a marker line where the middle was dropped.
+func headTail(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := fi.Size()
+	if size <= max {
+		return io.ReadAll(f)
+	}
+	half := max / 2
+	head := make([]byte, half)
+	if _, err := io.ReadFull(f, head); err != nil {
+		return nil, err
+	}
+	tail := make([]byte, max-half)
+	if _, err := f.ReadAt(tail, size-int64(len(tail))); err != nil && err != io.EOF {
+		return nil, err
+	}
+	out := append(head, fmt.Sprintf("\n[... %d bytes dropped ...]\n", size-max)...)
+	return append(out, tail...), nil
+}
