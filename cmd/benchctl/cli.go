@@ -58,6 +58,10 @@ func init() {
 		{"regrade", "ATTEMPT", "grade the stored final tree again", (*CLI).cmdRegrade},
 		{"tasks", "list | check [ID]", "list tasks, or check that their known attempts get their verdicts", (*CLI).cmdTasks},
 		{"status", "", "describe the daemon", (*CLI).cmdStatus},
+		{"draw", "--library L [--tasks DIR] --seed YYYYMMDD [--cap N] [-o LIST] | --verify LIST --library L [--tasks DIR] [--seed YYYYMMDD]", "draw a batch of tasks by seed 000's rule, or check a drawn list", (*CLI).cmdDraw},
+		{"library", "index [--tasks DIR] -o FILE | show --library L [--tasks DIR]", "record the bundles' changesets, or show a library's groups", (*CLI).cmdLibrary},
+		{"board", "--agent A [--streak N] [--attempts N] [--model M]...", "run the six-task suite (gate first) and show its streaks", (*CLI).cmdBoard},
+		{"scorecard", "[--series S] [--list FILE]... [--html FILE]", "completion rates with intervals, per series", (*CLI).cmdScorecard},
 	}
 }
 

@@ -19,6 +19,10 @@
 //	tasks list
 //	tasks check [ID]
 //	status
+//	draw --library L [--tasks DIR] --seed YYYYMMDD [--cap N] [-o LIST]   (offline)
+//	draw --verify LIST --library L [--tasks DIR] [--seed YYYYMMDD]       (offline)
+//	library index [--tasks DIR] -o FILE
+//	library show --library L [--tasks DIR]                               (offline)
 //
 // The socket is --socket, else $BENCHD_SOCKET, else /run/benchd/benchd.sock.
 // Every command takes --json (before or after the command), which prints

@@ -31,6 +31,7 @@ const (
 	Pytest     Feature = "pytest"     // Debian's python3-pytest
 	Bindfs     Feature = "bindfs"
 	Bubblewrap Feature = "bwrap"
+	Chromium   Feature = "chromium" // Debian's /usr/bin/chromium, for headless page tests
 )
 
 var (
@@ -113,6 +114,11 @@ func probe(f Feature) error {
 		out, err := exec.Command("/usr/bin/python3", "-c", "import pytest").CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("python3-pytest is not installed: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	case Chromium:
+		if _, err := os.Stat("/usr/bin/chromium"); err != nil {
+			return fmt.Errorf("Debian's chromium is not installed: %w", err)
 		}
 		return nil
 	case Bindfs, Bubblewrap:

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"benchd.dev/client/apitype"
+	"benchd.dev/draw"
+	"benchd.dev/tasks"
+)
+
+// libraryIndexed is one bundle's entry as library index found it.
+type libraryIndexed struct {
+	Task      string   `json:"task"`
+	Attempt   string   `json:"attempt"`
+	Changeset []string `json:"changeset"`
+}
+
+// libraryIndexResult is what library index --json prints.
+type libraryIndexResult struct {
+	Output      string           `json:"output"`
+	Tasks       []libraryIndexed `json:"tasks"`
+	LibraryHash string           `json:"library_hash"` // of the bundles with their changesets
+}
+
+// libraryShowResult is what library show --json prints.
+type libraryShowResult struct {
+	Hash   string       `json:"hash"`
+	Tasks  int          `json:"tasks"`
+	Worlds []string     `json:"worlds"`
+	Groups []draw.Group `json:"groups"`
+}
+
+func (c *CLI) cmdLibrary(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		return c.usageError("library", "want \"library index\" or \"library show\"")
+	}
+	switch args[0] {
+	case "index":
+		return c.cmdLibraryIndex(ctx, args[1:])
+	case "show":
+		return c.cmdLibraryShow(args[1:])
+	case "-h", "--help", "-help":
+		c.printCommandUsage(c.newFlags("library"))
+		return exitOK
+	}
+	return c.usageError("library", "unknown subcommand %q: want index or show", args[0])
+}
+
+// cmdLibraryIndex runs each bundle's reference solution through benchd
+// and writes a manifest with the changeset each one made.
+func (c *CLI) cmdLibraryIndex(ctx context.Context, args []string) int {
+	f := c.newFlags("library index")
+	dir := f.String("tasks", "", "the `DIR` of task bundles (default benchd's: $BENCHD_TASKS, else the installed ones)")
+	out := f.String("o", "", "write the manifest to `FILE` (- for stdout)")
+	pos, code, ok := c.parse(f, args)
+	if !ok {
+		return code
+	}
+	if code, ok := c.wantArgs(f, pos, 0, 0, ""); !ok {
+		return code
+	}
+	if *out == "" {
+		return c.usageError("library index", "missing -o FILE")
+	}
+	if *dir == "" {
+		*dir = tasks.DefaultDir()
+	}
+	bundles, err := tasks.LoadAll(*dir)
+	if err != nil {
+		return c.fail("library index", exitError, err)
+	}
+	if len(bundles) == 0 {
+		return c.fail("library index", exitError, fmt.Errorf("no task bundle in %s", *dir))
+	}
+	talk := !f.json && *out != "-"
+	var entries []draw.Task
+	res := libraryIndexResult{Output: *out}
+	for _, b := range bundles {
+		a, err := c.referenceAttempt(ctx, b.ID)
+		if err != nil {
+			return c.fail("library index", exitError, err)
+		}
+		e := draw.FromBundle(b)
+		e.Changeset = draw.ChangeLines(a.Changeset)
+		entries = append(entries, e)
+		res.Tasks = append(res.Tasks, libraryIndexed{Task: b.ID, Attempt: a.ID, Changeset: e.Changeset})
+		if talk {
+			fmt.Fprintf(c.Stdout, "%-8s %-14s %d change(s)\n", b.ID, a.ID, len(e.Changeset))
+			for _, l := range e.Changeset {
+				fmt.Fprintf(c.Stdout, "         %s\n", l)
+			}
+		}
+	}
+	lib, err := draw.New(entries, bundles)
+	if err != nil {
+		return c.fail("library index", exitError, err)
+	}
+	res.LibraryHash = lib.Hash()
+	var comment strings.Builder
+	fmt.Fprintf(&comment, "The changesets of the reference solutions of the bundles in %s,\n", *dir)
+	comment.WriteString("recorded by benchctl library index from these attempts:\n")
+	for _, t := range res.Tasks {
+		fmt.Fprintf(&comment, "  %s: attempt %s\n", t.Task, t.Attempt)
+	}
+	var buf bytes.Buffer
+	if err := draw.WriteManifest(&buf, entries, comment.String()); err != nil {
+		return c.fail("library index", exitError, err)
+	}
+	if *out == "-" {
+		c.Stdout.Write(buf.Bytes())
+		return exitOK
+	}
+	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
+		return c.fail("library index", exitError, fmt.Errorf("unable to write the manifest: %w", err))
+	}
+	if f.json {
+		c.printJSON(res)
+		return exitOK
+	}
+	fmt.Fprintf(c.Stdout, "%d bundle(s) indexed into %s (library %s)\n", len(entries), *out, res.LibraryHash)
+	return exitOK
+}
+
+// referenceAttempt runs builtin:reference on task once and returns the
+// finished attempt, which must have passed: a changeset is only taken
+// from a reference solution the grader accepts.
+func (c *CLI) referenceAttempt(ctx context.Context, task string) (apitype.Attempt, error) {
+	run, err := c.api().CreateRun(ctx, apitype.RunRequest{Task: task, Agent: apitype.AgentReference, Attempts: 1})
+	if err != nil {
+		return apitype.Attempt{}, fmt.Errorf("task %s: %w", task, err)
+	}
+	if len(run.Attempts) != 1 {
+		return apitype.Attempt{}, fmt.Errorf("task %s: run %s has %d attempts, want 1", task, run.ID, len(run.Attempts))
+	}
+	as, err := c.watch(ctx, run, false)
+	if err != nil {
+		return apitype.Attempt{}, fmt.Errorf("task %s: %w", task, err)
+	}
+	a := as[0]
+	switch {
+	case a.State == apitype.StateInfraError:
+		return a, fmt.Errorf("task %s: attempt %s: infra error: %s", task, a.ID, oneLine(a.InfraError, 200))
+	case a.State != apitype.StateDone:
+		return a, fmt.Errorf("task %s: attempt %s ended %s", task, a.ID, a.State)
+	case !a.Pass:
+		return a, fmt.Errorf("task %s: attempt %s: the reference solution failed (%s), so its changeset is not recorded", task, a.ID, reasonCodes(a))
+	}
+	return a, nil
+}
+
+// cmdLibraryShow prints a library's hash and its groups.
+func (c *CLI) cmdLibraryShow(args []string) int {
+	f := c.newFlags("library show")
+	var lf libraryFlags
+	lf.add(f)
+	pos, code, ok := c.parse(f, args)
+	if !ok {
+		return code
+	}
+	if code, ok := c.wantArgs(f, pos, 0, 0, ""); !ok {
+		return code
+	}
+	lib, err := lf.load()
+	if err != nil {
+		return c.fail("library show", exitError, err)
+	}
+	var eligible []draw.Task
+	for _, t := range lib.Tasks {
+		if _, ex := draw.ExcludedBefore(t); !ex {
+			eligible = append(eligible, t)
+		}
+	}
+	groups := draw.Groups(eligible)
+	if f.json {
+		c.printJSON(libraryShowResult{Hash: lib.Hash(), Tasks: len(lib.Tasks), Worlds: draw.Worlds(lib.Tasks), Groups: groups})
+		return exitOK
+	}
+	fmt.Fprintf(c.Stdout, "library %s: %d tasks, %d eligible, %d groups, %d worlds\n\n",
+		lib.Hash(), len(lib.Tasks), len(eligible), len(groups), len(draw.Worlds(lib.Tasks)))
+	byID := map[string]draw.Task{}
+	for _, t := range eligible {
+		byID[t.ID] = t
+	}
+	tw := newTable(c.Stdout)
+	fmt.Fprintln(tw, "GROUP\tTASKS\tCHANGES\tIDS")
+	for _, g := range groups {
+		changes := "-"
+		if cs := byID[g.Tasks[0]].Changeset; len(cs) > 0 {
+			changes = oneLine(strings.Join(cs, "; "), 60)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", g.Key, len(g.Tasks), changes, oneLine(strings.Join(g.Tasks, ","), 60))
+	}
+	tw.Flush()
+	return exitOK
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"benchd.dev/client/apitype"
+	"benchd.dev/draw"
+	"benchd.dev/tasks"
+)
+
+const builtinTasks = "../../tasks"
+
+// referenceDaemon serves runs of builtin:reference: each finishes at once
+// with the changeset given for its task, passing unless the task is in
+// failing.
+type referenceDaemon struct {
+	Socket string
+
+	mu       sync.Mutex
+	attempts map[string]apitype.Attempt
+	runs     []apitype.RunRequest
+}
+
+func newReferenceDaemon(t *testing.T, changes map[string][]apitype.Change, failing map[string]bool) *referenceDaemon {
+	t.Helper()
+	d := &referenceDaemon{Socket: filepath.Join(t.TempDir(), "d.sock"), attempts: map[string]apitype.Attempt{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/runs", func(w http.ResponseWriter, r *http.Request) {
+		var req apitype.RunRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		d.mu.Lock()
+		d.runs = append(d.runs, req)
+		n := len(d.runs)
+		a := apitype.Attempt{ID: fmt.Sprintf("a-%d", n), Run: fmt.Sprintf("r-%d", n), Task: req.Task,
+			State: apitype.StateDone, Pass: !failing[req.Task], Reasons: []apitype.Reason{}, Changeset: changes[req.Task]}
+		if failing[req.Task] {
+			a.Reasons = []apitype.Reason{{Code: "tests_failed", Message: "1 test failed"}}
+		}
+		d.attempts[a.ID] = a
+		d.mu.Unlock()
+		w.WriteHeader(201)
+		json.NewEncoder(w).Encode(apitype.Run{ID: a.Run, Task: req.Task, Agent: req.Agent, Attempts: []string{a.ID}, Created: time.Now()})
+	})
+	get := func(id string) (apitype.Attempt, bool) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		a, ok := d.attempts[id]
+		return a, ok
+	}
+	mux.HandleFunc("GET /v1/attempts/{id}", func(w http.ResponseWriter, r *http.Request) {
+		a, ok := get(r.PathValue("id"))
+		if !ok {
+			w.WriteHeader(404)
+			json.NewEncoder(w).Encode(apitype.Error{Code: apitype.CodeNotFound, Message: "no attempt"})
+			return
+		}
+		json.NewEncoder(w).Encode(a)
+	})
+	mux.HandleFunc("GET /v1/attempts/{id}/events", func(w http.ResponseWriter, r *http.Request) {
+		a, _ := get(r.PathValue("id"))
+		json.NewEncoder(w).Encode(apitype.Event{Attempt: a.ID, State: a.State, Done: true, Final: &a})
+	})
+	l, err := net.Listen("unix", d.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return d
+}
+
+// builtinChanges is a changeset per built-in bundle, with a rename for
+// one and a read-free, one-change changeset for the others.
+func builtinChanges(t *testing.T) ([]*tasks.Task, map[string][]apitype.Change) {
+	t.Helper()
+	bundles, err := tasks.LoadAll(builtinTasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := map[string][]apitype.Change{}
+	for i, b := range bundles {
+		changes[b.ID] = []apitype.Change{{Kind: "modified", Path: "src/main.py", Type: "file"}}
+		if i == 0 {
+			changes[b.ID] = append(changes[b.ID], apitype.Change{Kind: "renamed", From: "a.txt", Path: "b.txt", Type: "file"})
+		}
+	}
+	return bundles, changes
+}
+
+func TestLibraryIndex(t *testing.T) {
+	bundles, changes := builtinChanges(t)
+	d := newReferenceDaemon(t, changes, nil)
+	out := filepath.Join(t.TempDir(), "builtin.toml")
+	code, stdout, stderr := runCLI(t, d.Socket, nil, false, "library", "index", "--tasks", builtinTasks, "-o", out)
+	if code != exitOK {
+		t.Fatalf("got exit %d, want 0 (stderr %q)", code, stderr)
+	}
+	if !strings.Contains(stdout, fmt.Sprintf("%d bundle(s) indexed", len(bundles))) {
+		t.Errorf("got stdout\n%s\nwant the count of bundles", stdout)
+	}
+	d.mu.Lock()
+	runs := slices.Clone(d.runs)
+	d.mu.Unlock()
+	if len(runs) != len(bundles) {
+		t.Fatalf("got %d runs, want one per bundle (%d)", len(runs), len(bundles))
+	}
+	for i, r := range runs {
+		if r.Agent != apitype.AgentReference || r.Task != bundles[i].ID || r.Attempts != 1 {
+			t.Errorf("run %d: got %+v, want one attempt of %s by %s", i, r, bundles[i].ID, apitype.AgentReference)
+		}
+	}
+	lib, err := draw.Load(draw.LoadConfig{Manifests: []string{out}, TasksDir: builtinTasks})
+	if err != nil {
+		t.Fatalf("the manifest written does not load with its bundles: %v", err)
+	}
+	for _, tk := range lib.Tasks {
+		want := draw.ChangeLines(changes[tk.ID])
+		if !slices.Equal(tk.Changeset, want) {
+			t.Errorf("task %s: got changeset %q, want %q", tk.ID, tk.Changeset, want)
+		}
+	}
+	if got := lib.Tasks[0].Changeset; !slices.Contains(got, "renamed a.txt -> b.txt") {
+		t.Errorf("got %q, want the rename recorded", got)
+	}
+
+	t.Run("then draw with the bundles", func(t *testing.T) {
+		list := filepath.Join(t.TempDir(), "b.list")
+		code, _, stderr := runCLI(t, "", nil, false, "draw", "--library", out, "--library", drawFixture, "--tasks", builtinTasks, "--seed", "20261004", "-o", list)
+		if code != exitOK {
+			t.Fatalf("got exit %d (stderr %q)", code, stderr)
+		}
+		b, _ := os.ReadFile(list)
+		if want := fmt.Sprintf("library %d\n", 312+len(bundles)); !strings.Contains(string(b), want) {
+			t.Errorf("got list without %q", want)
+		}
+		code, stdout, stderr := runCLI(t, "", nil, false, "draw", "--verify", list, "--library", out, "--library", drawFixture, "--tasks", builtinTasks)
+		if code != exitOK {
+			t.Errorf("verify: got exit %d, want 0 (stdout %q, stderr %q)", code, stdout, stderr)
+		}
+		code, _, _ = runCLI(t, "", nil, false, "draw", "--verify", list, "--library", drawFixture)
+		if code != exitNo {
+			t.Errorf("verify without the bundles: got exit %d, want %d", code, exitNo)
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, d.Socket, nil, false, "library", "index", "--tasks", builtinTasks, "-o", out, "--json")
+		if code != exitOK {
+			t.Fatalf("got exit %d (stderr %q)", code, stderr)
+		}
+		var m libraryIndexResult
+		if err := json.Unmarshal([]byte(stdout), &m); err != nil {
+			t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+		}
+		if len(m.Tasks) != len(bundles) || m.Output != out || !strings.HasPrefix(m.LibraryHash, "sha256:") {
+			t.Errorf("got %+v, want %d tasks written to %s", m, len(bundles), out)
+		}
+	})
+}
+
+func TestLibraryIndexFailures(t *testing.T) {
+	bundles, changes := builtinChanges(t)
+	noChanges := map[string][]apitype.Change{}
+	for k, v := range changes {
+		noChanges[k] = v
+	}
+	noChanges[bundles[1].ID] = nil
+	tests := []struct {
+		name    string
+		changes map[string][]apitype.Change
+		failing map[string]bool
+		args    []string
+		wantErr string
+	}{
+		{"a reference fails", changes, map[string]bool{bundles[2].ID: true}, nil, "the reference solution failed"},
+		{"a reference makes no changes", noChanges, nil, nil, "not tagged reply-only"},
+		{"no -o", changes, nil, []string{"-o", ""}, "missing -o"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newReferenceDaemon(t, tt.changes, tt.failing)
+			out := filepath.Join(t.TempDir(), "m.toml")
+			args := append([]string{"library", "index", "--tasks", builtinTasks, "-o", out}, tt.args...)
+			code, _, stderr := runCLI(t, d.Socket, nil, false, args...)
+			if code != exitError {
+				t.Errorf("got exit %d, want %d", code, exitError)
+			}
+			if !strings.Contains(stderr, tt.wantErr) {
+				t.Errorf("got stderr %q, want %q", stderr, tt.wantErr)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("a manifest was written")
+			}
+		})
+	}
+}
+
+func TestLibraryShow(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "", nil, false, "library", "show", "--library", drawFixture)
+	if code != exitOK {
+		t.Fatalf("got exit %d (stderr %q)", code, stderr)
+	}
+	for _, want := range []string{": 312 tasks, 309 eligible, 128 groups, 11 worlds", "mail/reply:needs=memory-across-sessions:faults=-"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("got stdout\n%s\nwant it to contain %q", stdout, want)
+		}
+	}
+	code, stdout, _ = runCLI(t, "", nil, false, "library", "show", "--library", drawFixture, "--json")
+	var m libraryShowResult
+	if err := json.Unmarshal([]byte(stdout), &m); err != nil || code != exitOK {
+		t.Fatalf("got exit %d and %v\n%s", code, err, stdout)
+	}
+	if m.Tasks != 312 || len(m.Groups) != 128 || len(m.Worlds) != 11 {
+		t.Errorf("got %d tasks, %d groups, %d worlds, want 312, 128, 11", m.Tasks, len(m.Groups), len(m.Worlds))
+	}
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"benchd.dev/client"
+	"benchd.dev/client/apitype"
+	"benchd.dev/draw"
+)
+
+func (c *CLI) cmdScorecard(ctx context.Context, args []string) int {
+	f := c.newFlags("scorecard")
+	var lists stringList
+	f.Var(&lists, "list", "a draw LIST `FILE` whose series is shown beside the built-in suite's (repeatable)")
+	series := f.String("series", "", "show one series: builtin, a series id (or its prefix), or a draw LIST `FILE`")
+	htmlOut := f.String("html", "", "also write a self-contained HTML report to `FILE`")
+	pos, code, ok := c.parse(f, args)
+	if !ok {
+		return code
+	}
+	if code, ok := c.wantArgs(f, pos, 0, 0, ""); !ok {
+		return code
+	}
+	var all []draw.Series
+	all = append(all, draw.BuiltinSeries())
+	pick := -1
+	for _, p := range lists {
+		s, err := readListSeries(p)
+		if err != nil {
+			return c.usageError("scorecard", "--list %s: %v", p, err)
+		}
+		all = append(all, s)
+	}
+	if *series != "" && *series != "builtin" && fileExists(*series) {
+		s, err := readListSeries(*series)
+		if err != nil {
+			return c.usageError("scorecard", "--series %s: %v", *series, err)
+		}
+		all = append(all, s)
+		pick = len(all) - 1
+	} else if *series == "builtin" {
+		pick = 0
+	}
+
+	store, err := c.api().Tasks(ctx)
+	if err != nil {
+		return c.fail("scorecard", exitError, err)
+	}
+	hashes := map[string]string{}
+	for _, t := range store {
+		hashes[t.ID] = t.SHA256
+	}
+	var tasks []string
+	for _, s := range all {
+		for _, t := range s.Tasks {
+			if !slices.Contains(tasks, t) {
+				tasks = append(tasks, t)
+			}
+		}
+	}
+	var attempts []apitype.Attempt
+	var truncated []string
+	for _, t := range tasks {
+		as, err := c.api().Attempts(ctx, client.AttemptFilter{Task: t, Limit: historyLimit})
+		if err != nil && !errors.Is(err, client.ErrNotFound) && !errors.Is(err, client.ErrInvalid) { // a task benchd cannot have has no attempts
+			return c.fail("scorecard", exitError, fmt.Errorf("attempts of %s: %w", t, err))
+		}
+		if len(as) >= historyLimit {
+			truncated = append(truncated, t)
+		}
+		attempts = append(attempts, as...)
+	}
+	for i := range all {
+		all[i].Pin(hashes, attempts)
+	}
+	switch {
+	case pick >= 0:
+		all = all[pick : pick+1]
+	case *series != "":
+		var match []draw.Series
+		for _, s := range all {
+			if strings.HasPrefix(s.ID(), *series) {
+				match = append(match, s)
+			}
+		}
+		if len(match) != 1 {
+			var ids []string
+			for _, s := range all {
+				ids = append(ids, s.ID()+" ("+s.Name+")")
+			}
+			return c.usageError("scorecard", "--series %q matches %d series; known: %s", *series, len(match), strings.Join(ids, ", "))
+		}
+		all = match
+	}
+	sc := draw.Score(all, attempts, draw.ScoreConfig{})
+	if *htmlOut != "" {
+		var buf bytes.Buffer
+		if err := draw.WriteHTML(&buf, sc, time.Now()); err != nil {
+			return c.fail("scorecard", exitError, err)
+		}
+		if err := os.WriteFile(*htmlOut, buf.Bytes(), 0o644); err != nil {
+			return c.fail("scorecard", exitError, fmt.Errorf("unable to write the report: %w", err))
+		}
+	}
+	if f.json {
+		c.printJSON(sc)
+		return exitOK
+	}
+	printScorecard(c.Stdout, sc)
+	if len(truncated) > 0 {
+		fmt.Fprintf(c.Stdout, "\nnote: only the newest %d attempts of %s were read\n", historyLimit, strings.Join(truncated, ", "))
+	}
+	if *htmlOut != "" {
+		fmt.Fprintf(c.Stdout, "\nHTML report: %s\n", *htmlOut)
+	}
+	return exitOK
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+func readListSeries(p string) (draw.Series, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return draw.Series{}, err
+	}
+	return draw.ReadListSeries(filepath.Base(p), b)
+}
+
+// printScorecard prints every series, one block each.
+func printScorecard(w io.Writer, sc draw.Scorecard) {
+	fmt.Fprintf(w, "scorecard: grading rules %s; %d series, each on its own (never joined)\n", sc.RulesVersion, len(sc.Series))
+	for _, s := range sc.Series {
+		dates := "no attempts"
+		if s.First != nil {
+			dates = s.First.UTC().Format("2006-01-02 15:04") + " to " + s.Last.UTC().Format("2006-01-02 15:04 MST")
+		}
+		fmt.Fprintf(w, "\nseries %s (id %s), %s\n", s.Series.Name, s.ID, dates)
+		fmt.Fprintf(w, "  tasks: %s\n  draw rule: %s\n  grading rules: %s\n", strings.Join(s.Series.Tasks, " "), s.Series.DrawRule, s.Series.RulesVersion)
+		if s.LeftOut > 0 {
+			fmt.Fprintf(w, "  left out: %s graded by another bundle (another series)\n", plural(s.LeftOut, "attempt"))
+		}
+		if s.Unfinished > 0 {
+			fmt.Fprintf(w, "  unfinished: %s\n", plural(s.Unfinished, "attempt"))
+		}
+		if len(s.Agents) == 0 {
+			fmt.Fprintln(w, "  no attempts")
+			continue
+		}
+		fmt.Fprintf(w, "  completion rate, 95%% intervals (agents by name, not by rate; bootstrap: %d resamples of tasks, seed %d):\n", s.Resamples, s.Seed)
+		tw := newTable(w)
+		fmt.Fprintln(tw, "  AGENT\tPASSED\tSCORED\tTASKS\tRATE\tWILSON (ATTEMPTS)\tBOOTSTRAP (TASKS)\tNOT SCORED")
+		for _, a := range s.Agents {
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", a.Agent, a.Passes, a.Scored, a.Tasks,
+				rateText(a.Rate), intervalText(a.Wilson), intervalText(a.Bootstrap), notScored(a))
+		}
+		tw.Flush()
+		if len(s.Separation) > 0 {
+			fmt.Fprintln(w, "  separation:")
+			for _, p := range s.Separation {
+				fmt.Fprintf(w, "    %s\n", p.Sentence)
+			}
+		}
+		fmt.Fprintln(w, "  per task, oldest first:")
+		tw = newTable(w)
+		for _, t := range s.Tasks {
+			if len(t.Agents) == 0 {
+				fmt.Fprintf(tw, "    %s\t-\tno attempt\n", t.Task)
+			}
+			for _, ag := range t.Agents {
+				var outs []string
+				for _, at := range ag.Attempts {
+					outs = append(outs, at.Outcome)
+				}
+				fmt.Fprintf(tw, "    %s\t%s\t%s\n", t.Task, ag.Agent, strings.Join(outs, ", "))
+			}
+		}
+		tw.Flush()
+	}
+}
+
+func rateText(r *float64) string {
+	if r == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", *r*100)
+}
+
+func intervalText(i *draw.Interval) string {
+	if i == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%-%.1f%%", i.Lo*100, i.Hi*100)
+}
+
+func notScored(a draw.AgentScore) string {
+	var parts []string
+	if a.InfraErrors > 0 {
+		parts = append(parts, plural(a.InfraErrors, "infra error"))
+	}
+	if a.Canceled > 0 {
+		parts = append(parts, fmt.Sprintf("%d canceled", a.Canceled))
+	}
+	if a.Note != "" {
+		parts = append(parts, a.Note)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
+}

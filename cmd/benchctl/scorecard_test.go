@@ -1,0 +1,186 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"benchd.dev/draw"
+)
+
+const testList = `benchd draw list 1
+seed 20261004
+cap 2
+
+tasks
+1 rt-01 work-files g-01 first
+2 rt-02 work-files g-02 first
+
+counts
+library 2
+listed 2
+`
+
+// scoreDaemon has: agent "good" passing every suite task twice, agent
+// "mixed" passing half its attempts, agent "bad" failing all; and an
+// infra error of bad on rt-03; and a pass of good on rt-06 graded by an
+// older bundle.
+func scoreDaemon(t *testing.T) *suiteDaemon {
+	t.Helper()
+	d := newSuiteDaemon(t, nil)
+	d.seed("good", "", everyTask("PP"))
+	d.seed("mixed", "", everyTask("PF"))
+	d.seed("bad", "", everyTask("FF"))
+	d.seed("bad", "", map[string]string{"rt-03": "I"})
+	d.seed("good", "", map[string]string{"rt-06": "P"})
+	d.mu.Lock()
+	d.attempts[0].TaskSHA256 = "bundle-old" // the rt-06 pass just stored
+	d.mu.Unlock()
+	return d
+}
+
+func TestScorecardText(t *testing.T) {
+	d := scoreDaemon(t)
+	code, stdout, stderr := runCLI(t, d.Socket, nil, false, "scorecard")
+	t.Logf("stdout:\n%s", stdout)
+	if code != exitOK {
+		t.Fatalf("got exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{
+		"series built-in suite (id ",
+		"draw rule: built-in suite",
+		"grading rules: " + draw.RulesVersion,
+		"left out: 1 attempt graded by another bundle",
+		"agents by name, not by rate",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("got stdout without %q", want)
+		}
+	}
+	// Listed by name.
+	if i, j, k := strings.Index(stdout, "  bad "), strings.Index(stdout, "  good "), strings.Index(stdout, "  mixed "); !(i < j && j < k) {
+		t.Errorf("got agents at %d, %d, %d, want bad, good, mixed in that order", i, j, k)
+	}
+	if !strings.Contains(stdout, "good completes more than bad: their intervals do not overlap") {
+		t.Errorf("got no separation of good and bad")
+	}
+	if !strings.Contains(stdout, "bad and mixed cannot be separated") && !strings.Contains(stdout, "mixed completes more than bad") {
+		t.Errorf("got no sentence about bad and mixed")
+	}
+	per := stdout[strings.Index(stdout, "per task"):]
+	if strings.Contains(per, "%") {
+		t.Errorf("got a rate in the per-task lines, want outcomes only:\n%s", per)
+	}
+	if !regexp.MustCompile(`rt-01\s+mixed\s+fail, pass`).MatchString(per) {
+		t.Errorf("got per-task lines without mixed's rt-01 outcomes (oldest first: fail, pass)")
+	}
+	if !regexp.MustCompile(`rt-03\s+bad\s+fail, fail, infra error\n`).MatchString(per) {
+		t.Errorf("got no line for bad's rt-03 with its infra error last")
+	}
+	if !regexp.MustCompile(`rt-06\s+good\s+pass, pass\n`).MatchString(per) {
+		t.Errorf("got good's rt-06 line wrong: the older bundle's pass belongs to another series")
+	}
+	if !regexp.MustCompile(`good\s+12\s+12\s+6\s+100.0%`).MatchString(stdout) || !regexp.MustCompile(`bad\s+0\s+12\s+6\s+0.0%.*1 infra error`).MatchString(stdout) {
+		t.Errorf("got the rate lines wrong: want good 12 of 12 on 6 tasks, bad 0 of 12 with 1 infra error not scored")
+	}
+}
+
+func TestScorecardSeries(t *testing.T) {
+	d := scoreDaemon(t)
+	list := filepath.Join(t.TempDir(), "batch.list")
+	if err := os.WriteFile(list, []byte(testList), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	decode := func(t *testing.T, stdout string) draw.Scorecard {
+		t.Helper()
+		var sc draw.Scorecard
+		if err := json.Unmarshal([]byte(stdout), &sc); err != nil {
+			t.Fatalf("got %q, want JSON: %v", stdout, err)
+		}
+		return sc
+	}
+	_, out, _ := runCLI(t, d.Socket, nil, false, "scorecard", "--json")
+	builtinID := decode(t, out).Series[0].ID
+	tests := []struct {
+		name      string
+		args      []string
+		wantNames []string
+		wantTasks int
+	}{
+		{"default", []string{"scorecard", "--json"}, []string{"built-in suite"}, 6},
+		{"with a list beside", []string{"scorecard", "--json", "--list", list}, []string{"built-in suite", "batch.list"}, 6},
+		{"select the list file", []string{"scorecard", "--json", "--series", list}, []string{"batch.list"}, 2},
+		{"select builtin", []string{"scorecard", "--json", "--list", list, "--series", "builtin"}, []string{"built-in suite"}, 6},
+		{"select by id prefix", []string{"scorecard", "--json", "--list", list, "--series", builtinID[:6]}, []string{"built-in suite"}, 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, d.Socket, nil, false, tt.args...)
+			if code != exitOK {
+				t.Fatalf("got exit %d, stderr %q", code, stderr)
+			}
+			sc := decode(t, stdout)
+			var names []string
+			for _, s := range sc.Series {
+				names = append(names, s.Series.Name)
+			}
+			if strings.Join(names, ",") != strings.Join(tt.wantNames, ",") {
+				t.Errorf("got series %v, want %v", names, tt.wantNames)
+			}
+			if len(sc.Series[0].Tasks) != tt.wantTasks {
+				t.Errorf("got %d tasks in the first series, want %d", len(sc.Series[0].Tasks), tt.wantTasks)
+			}
+			for _, s := range sc.Series {
+				for _, a := range s.Agents {
+					if a.Wilson == nil || a.Bootstrap == nil {
+						t.Errorf("%s: %s: got Wilson %v bootstrap %v, want both", s.Series.Name, a.Agent, a.Wilson, a.Bootstrap)
+					}
+				}
+			}
+		})
+	}
+	t.Run("list rule", func(t *testing.T) {
+		_, stdout, _ := runCLI(t, d.Socket, nil, false, "scorecard", "--json", "--series", list)
+		if got := decode(t, stdout).Series[0].Series.DrawRule; got != "benchd draw list 1; seed 20261004; cap 2" {
+			t.Errorf("got draw rule %q", got)
+		}
+	})
+	t.Run("unknown series", func(t *testing.T) {
+		code, _, stderr := runCLI(t, d.Socket, nil, false, "scorecard", "--series", "ffffff")
+		if code != exitError || !strings.Contains(stderr, `--series "ffffff" matches 0 series`) {
+			t.Errorf("got exit %d, stderr %q", code, stderr)
+		}
+	})
+	t.Run("bad list", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "bad.list")
+		os.WriteFile(bad, []byte("benchd draw list 1\n\nnothing\n"), 0o644)
+		code, _, stderr := runCLI(t, d.Socket, nil, false, "scorecard", "--list", bad)
+		if code != exitError || !strings.Contains(stderr, "no tasks section") {
+			t.Errorf("got exit %d, stderr %q", code, stderr)
+		}
+	})
+}
+
+func TestScorecardHTML(t *testing.T) {
+	d := scoreDaemon(t)
+	out := filepath.Join(t.TempDir(), "card.html")
+	code, stdout, stderr := runCLI(t, d.Socket, nil, false, "scorecard", "--html", out)
+	if code != exitOK {
+		t.Fatalf("got exit %d, stderr %q", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<svg class="plot"`, `id="attempt-a-\d+"`, `href="#attempt-a-\d+"`, `benchctl log a-\d+`, "good completes more than bad"} {
+		if !regexp.MustCompile(want).Match(b) {
+			t.Errorf("got a report without %q", want)
+		}
+	}
+	if !strings.Contains(stdout, "HTML report: "+out) {
+		t.Errorf("got stdout without the report's path")
+	}
+}

@@ -1,0 +1,141 @@
+// Package draw chooses a batch of tasks from a task library by a rule
+// fixed in advance (seed 000), and reports results without claiming more
+// than they support. The rule reads no product's result: only the
+// library, a seed and a cap. Anyone with the library can draw again and
+// get the same list byte for byte; docs/draw.md writes the algorithm out
+// for a re-implementation.
+//
+// # Library
+//
+// A Library is the built-in task bundles (package tasks: their [bench]
+// world and difficulty tags) plus manifests of other tasks. A manifest is
+// TOML, an array of [[task]] tables, or JSON lines, one object a line;
+// both have the keys of Task: id, world, difficulty (tasks.DifficultyTags),
+// needs_accounts, needs_internet, robot_check, changeset, and for
+// reply-only tasks needs and faults. Unknown keys are an error. Load
+// reads files and directories of them (*.toml, *.jsonl, *.json).
+//
+// A task's changeset is the set of changes its reference solution makes,
+// each "KIND PATH" (added, modified, deleted) or "renamed FROM -> PATH",
+// as fsmon/journal's changeset prints them. Reads never count: a
+// changeset holds only what differs between the initial and the final
+// tree. For a bundle, benchctl library index records it by running
+// builtin:reference through the daemon and writes a manifest entry; any
+// manifest may give it directly. A task makes no changes exactly when it
+// is tagged reply-only; the library refuses a task where the two
+// disagree, so a task whose changeset was never recorded cannot pass as
+// reply-only.
+//
+// The library's hash is the SHA-256 of Library.Canonical, a line
+// encoding of every task in bytewise order of id. A list names the hash
+// of the library it was drawn from.
+//
+// # Grouping
+//
+// Two tasks are in one group when they run in the same world and their
+// reference solutions make the same set of changes. A change is the pair
+// (kind, path): the kind counts, so adding a file and editing it are
+// different work, and a rename is one change from one path to another.
+// Tasks that make no changes are grouped by world, then split by what
+// they need from the agent (Task.Needs, such as memory across sessions)
+// and by the faults they inject (Task.Faults). GroupKey gives the key.
+//
+// # Exclusions
+//
+// Before the draw, tasks that need real accounts on real services and the
+// public internet (both) are left out: they cannot start from the same
+// state for every product (ExcludedBefore). After the draw, drawn tasks
+// that turn out unrunnable for every product, a page that checks for
+// automated browsers, are taken out and not replaced (RemovedAfter).
+// Both are listed with their reasons.
+//
+// # The draw
+//
+// The eligible task ids, sorted bytewise, are shuffled: SplitMix64 seeded
+// with the seed (the draw's date as a number, 20261004 for 4 October
+// 2026), and Fisher–Yates in Durstenfeld's form from the last index down,
+// each index drawn uniformly by rejection (Shuffle, SplitMix64.Below).
+// From each group, in shuffle order, the first task is picked; then, up to
+// the cap (2), the first later task that carries a difficulty tag no
+// earlier pick of the group carries, else the next in the shuffle. The
+// picks in shuffle order are the draw (Draw).
+//
+// # The list
+//
+// Result.Render writes the list: the rule (seed, cap, shuffle, grouping,
+// gap filling, exclusions, the library's hash), the tasks in draw order
+// with their world, group and why each was picked, and the counts
+// (library size, excluded with reasons, eligible, groups, drawn, removed
+// after with reasons, listed, worlds and each world's count and share).
+// Verify reads the seed and cap from a list, draws again and names the
+// first line that differs (Difference), classing a task line as changed,
+// added, removed or reordered.
+//
+// # Scorecards
+//
+// A scorecard reports, for each series of attempts, each agent's
+// completion rate with two 95% intervals, what happened on each task,
+// and which agents can be told apart. It claims no more than the data
+// supports: it never ranks agents whose intervals overlap, never turns a
+// task's attempts into a rate, and never joins two series.
+//
+// # Series
+//
+// A series is identified by its task list, its grading rules' version and
+// its draw rule (Series.ID hashes the three):
+//
+//   - The task list: SuiteTasks for the built-in suite, or the tasks of a
+//     draw LIST (benchctl draw -o LIST).
+//   - The grading rules: RulesVersion (the verdict composition of package
+//     graders) and, for each task, the hash of the bundle that grades it
+//     (its hidden tests and grader parameters). A series takes each
+//     task's bundle as the daemon has it now, or, for a task the daemon no
+//     longer has, the bundle of its newest attempt. Attempts graded by
+//     another bundle belong to another series: they are left out and
+//     counted as such, never mixed in.
+//   - The draw rule: the LIST's rule header, or "built-in suite".
+//
+// An attempt belongs to a series when its task is in the list and its
+// bundle is the series'. One attempt may so belong to two series (a task
+// in both the suite and a drawn list); each series still stands alone.
+// Series are shown side by side with their dates (first and last attempt)
+// and never joined into one line or one figure.
+//
+// # Agents and attempts
+//
+// An agent is a frozen identity up to its suite key (Identity.SuiteKey):
+// the executable's hash and arguments and the model. A scored attempt is
+// one with a verdict (state done): its pass counts as a completion, its
+// fail as a non-completion. Infra errors are never scored (the harness
+// failed, not the agent); canceled and unfinished attempts have no
+// verdict and are not scored either. Each is counted and shown.
+//
+// # Intervals
+//
+// Wilson is the Wilson score interval on the scored attempts (k passes of
+// n), z = 1.959963984540054. It treats the n attempts as independent,
+// which they are not: two attempts of one task share the task, and an
+// agent that solves a task tends to solve it again. With clustered
+// attempts the effective sample size is nearer the number of tasks than
+// the number of attempts, and Wilson is too narrow.
+//
+// Bootstrap resamples tasks, not attempts (a cluster bootstrap): the
+// tasks with a scored attempt, sorted by id, are drawn with replacement
+// as many times as there are tasks; the rate of a resample is its passes
+// over its scored attempts. BootstrapResamples (2,000) resamples give the
+// percentile interval: sorted, the rates at indexes floor(0.025*B) and
+// ceil(0.975*B)-1. Indexes come from the draw's generator (SplitMix64 and
+// its Below) seeded with BootstrapSeed, so a scorecard is reproducible.
+// With fewer than two tasks there is no bootstrap interval.
+//
+// # Separation
+//
+// Two agents are separated only when their separation intervals do not
+// overlap; otherwise the scorecard says they cannot be separated and lists
+// them by name, not by rate. The separation interval is the bootstrap
+// interval widened to contain the Wilson interval too: the bootstrap is
+// the honest one for clustered attempts, but it collapses to a point when
+// every resample has the same rate (all passes, all fails), where Wilson
+// still says how little n attempts show. An agent with fewer than two
+// tasks has no bootstrap interval and is separated from no one.
+package draw

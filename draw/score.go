@@ -1,0 +1,469 @@
+package draw
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"benchd.dev/client/apitype"
+)
+
+// RulesVersion names the version of the grading rules that verdicts are
+// composed under (package graders: the shared rules and each grader
+// kind). It is part of every series' identity: change it when a rule
+// changes what passes.
+const RulesVersion = "graders/1"
+
+// BuiltinRule is the draw rule of the built-in suite's series.
+const BuiltinRule = "built-in suite"
+
+// Bootstrap defaults.
+const (
+	BootstrapResamples = 2000
+	BootstrapSeed      = 20261004
+)
+
+// z95 is the standard normal quantile for a two-sided 95% interval.
+const z95 = 1.959963984540054
+
+// Interval is a closed interval of rates in [0, 1].
+type Interval struct {
+	Lo float64 `json:"lo"`
+	Hi float64 `json:"hi"`
+}
+
+// Overlaps reports whether i and o share a point.
+func (i Interval) Overlaps(o Interval) bool { return i.Lo <= o.Hi && o.Lo <= i.Hi }
+
+// Hull returns the smallest interval that contains i and o.
+func (i Interval) Hull(o Interval) Interval {
+	return Interval{Lo: math.Min(i.Lo, o.Lo), Hi: math.Max(i.Hi, o.Hi)}
+}
+
+func (i Interval) String() string { return fmt.Sprintf("[%.3f, %.3f]", i.Lo, i.Hi) }
+
+// Wilson returns the 95% Wilson score interval for k successes in n
+// trials, and false when n is 0.
+func Wilson(k, n int) (Interval, bool) {
+	if n <= 0 || k < 0 || k > n {
+		return Interval{}, false
+	}
+	p := float64(k) / float64(n)
+	nf := float64(n)
+	z2 := z95 * z95
+	center := (p + z2/(2*nf)) / (1 + z2/nf)
+	half := z95 / (1 + z2/nf) * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf))
+	return Interval{Lo: math.Max(0, center-half), Hi: math.Min(1, center+half)}, true
+}
+
+// Cluster is the scored attempts of one task: Passes of N.
+type Cluster struct {
+	Task   string `json:"task"`
+	Passes int    `json:"passes"`
+	N      int    `json:"n"`
+}
+
+// Bootstrap returns the percentile interval of the cluster bootstrap of
+// the rate (see the file comment), with resamples resamples seeded by
+// seed, and false with fewer than two clusters with attempts.
+func Bootstrap(clusters []Cluster, resamples int, seed uint64) (Interval, bool) {
+	cs := make([]Cluster, 0, len(clusters))
+	for _, c := range clusters {
+		if c.N > 0 {
+			cs = append(cs, c)
+		}
+	}
+	if len(cs) < 2 || resamples < 1 {
+		return Interval{}, false
+	}
+	slices.SortFunc(cs, func(a, b Cluster) int { return strings.Compare(a.Task, b.Task) })
+	g := NewSplitMix64(seed)
+	rates := make([]float64, resamples)
+	m := uint64(len(cs))
+	for r := range rates {
+		passes, n := 0, 0
+		for range cs {
+			c := cs[g.Below(m)]
+			passes += c.Passes
+			n += c.N
+		}
+		rates[r] = float64(passes) / float64(n)
+	}
+	slices.Sort(rates)
+	lo := int(math.Floor(0.025 * float64(resamples)))
+	hi := int(math.Ceil(0.975*float64(resamples))) - 1
+	return Interval{Lo: rates[lo], Hi: rates[max(hi, lo)]}, true
+}
+
+// Series is a task list graded under one version of the rules and drawn
+// by one rule.
+type Series struct {
+	Name         string   `json:"name"`
+	Tasks        []string `json:"tasks"`
+	DrawRule     string   `json:"draw_rule"`
+	RulesVersion string   `json:"rules_version"`
+	// Bundles maps each task to the hash of the bundle that grades it in
+	// this series ("" when no attempt and no task store says).
+	Bundles map[string]string `json:"bundles"`
+}
+
+// BuiltinSeries is the series of the built-in suite, before its bundles
+// are pinned.
+func BuiltinSeries() Series {
+	return Series{Name: BuiltinRule, Tasks: slices.Clone(SuiteTasks), DrawRule: BuiltinRule, RulesVersion: RulesVersion}
+}
+
+// ListSeries is the series of a drawn list: its name (e.g. the LIST's
+// file name), its rule header and its tasks.
+func ListSeries(name, rule string, tasks []string) Series {
+	return Series{Name: name, Tasks: slices.Clone(tasks), DrawRule: rule, RulesVersion: RulesVersion}
+}
+
+// Pin sets the bundle of each task: store's hash (the daemon's task
+// store) where it has the task, else the bundle of the newest finished
+// attempt of the task in attempts.
+func (s *Series) Pin(store map[string]string, attempts []apitype.Attempt) {
+	s.Bundles = map[string]string{}
+	newest := map[string]apitype.Attempt{}
+	for _, a := range attempts {
+		if a.TaskSHA256 == "" {
+			continue
+		}
+		if b, ok := newest[a.Task]; !ok || a.Created.After(b.Created) {
+			newest[a.Task] = a
+		}
+	}
+	for _, t := range s.Tasks {
+		if h := store[t]; h != "" {
+			s.Bundles[t] = h
+		} else {
+			s.Bundles[t] = newest[t].TaskSHA256
+		}
+	}
+}
+
+// ID identifies the series: the first 12 hex digits of the SHA-256 of its
+// task list, rules version, bundles and draw rule.
+func (s Series) ID() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "tasks %s\nrules %s\n", strings.Join(s.Tasks, " "), s.RulesVersion)
+	for _, t := range s.Tasks {
+		fmt.Fprintf(h, "bundle %s %s\n", t, s.Bundles[t])
+	}
+	fmt.Fprintf(h, "draw %s\n", s.DrawRule)
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// Contains reports whether attempt a belongs to the series: its task is
+// in the list and it was graded by the series' bundle of that task.
+func (s Series) Contains(a apitype.Attempt) bool {
+	return slices.Contains(s.Tasks, a.Task) && a.TaskSHA256 != "" && a.TaskSHA256 == s.Bundles[a.Task]
+}
+
+// AgentScore is one agent's completion rate in a series.
+type AgentScore struct {
+	Agent    string   `json:"agent"` // label, unique in the series
+	Identity Identity `json:"identity"`
+	Passes   int      `json:"passes"`
+	Scored   int      `json:"scored"` // attempts with a verdict
+	Tasks    int      `json:"tasks"`  // tasks with a scored attempt
+	// Not scored: infra errors, canceled attempts.
+	InfraErrors int       `json:"infra_errors"`
+	Canceled    int       `json:"canceled"`
+	Rate        *float64  `json:"rate"`           // Passes/Scored; nil when nothing was scored
+	Wilson      *Interval `json:"wilson"`         // nil when nothing was scored
+	Bootstrap   *Interval `json:"bootstrap"`      // nil with fewer than two tasks
+	Separation  *Interval `json:"separation"`     // nil when it separates from no one
+	Note        string    `json:"note,omitempty"` // why an interval is missing
+}
+
+// Pair says whether two agents can be separated.
+type Pair struct {
+	A         string `json:"a"`
+	B         string `json:"b"`
+	Separated bool   `json:"separated"`
+	Higher    string `json:"higher,omitempty"` // set only when separated
+	Sentence  string `json:"sentence"`
+}
+
+// AttemptOutcome is what happened in one attempt.
+type AttemptOutcome struct {
+	ID         string           `json:"id"`
+	Outcome    string           `json:"outcome"` // pass, fail, infra error, canceled
+	Reasons    []apitype.Reason `json:"reasons"`
+	InfraError string           `json:"infra_error,omitempty"`
+	Created    time.Time        `json:"created"`
+}
+
+// AgentOutcomes are one agent's attempts of one task, oldest first.
+type AgentOutcomes struct {
+	Agent    string           `json:"agent"`
+	Attempts []AttemptOutcome `json:"attempts"`
+}
+
+// TaskOutcomes lists, for one task, what happened to each agent.
+type TaskOutcomes struct {
+	Task   string          `json:"task"`
+	Agents []AgentOutcomes `json:"agents"`
+	// LeftOut counts this task's attempts graded by another bundle.
+	LeftOut int `json:"left_out"`
+}
+
+// SeriesCard is the scorecard of one series.
+type SeriesCard struct {
+	ID     string     `json:"id"`
+	Series Series     `json:"series"`
+	First  *time.Time `json:"first"` // the first attempt's creation; nil when there is none
+	Last   *time.Time `json:"last"`
+	// Agents are listed by name, not by rate.
+	Agents     []AgentScore   `json:"agents"`
+	Separation []Pair         `json:"separation"`
+	Tasks      []TaskOutcomes `json:"tasks"`
+	LeftOut    int            `json:"left_out"`   // attempts graded by another bundle
+	Unfinished int            `json:"unfinished"` // queued or running
+	Resamples  int            `json:"resamples"`
+	Seed       uint64         `json:"seed"`
+}
+
+// Scorecard is every series, side by side.
+type Scorecard struct {
+	RulesVersion string       `json:"rules_version"`
+	Series       []SeriesCard `json:"series"`
+}
+
+// ScoreConfig says how to score.
+type ScoreConfig struct {
+	Resamples int    // BootstrapResamples when 0
+	Seed      uint64 // BootstrapSeed when 0
+}
+
+// Score computes the scorecard of each series (bundles pinned) from
+// attempts (any order; those of no series are ignored).
+func Score(series []Series, attempts []apitype.Attempt, cfg ScoreConfig) Scorecard {
+	if cfg.Resamples <= 0 {
+		cfg.Resamples = BootstrapResamples
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = BootstrapSeed
+	}
+	sc := Scorecard{RulesVersion: RulesVersion, Series: []SeriesCard{}}
+	for _, s := range series {
+		sc.Series = append(sc.Series, scoreSeries(s, attempts, cfg))
+	}
+	return sc
+}
+
+func scoreSeries(s Series, all []apitype.Attempt, cfg ScoreConfig) SeriesCard {
+	card := SeriesCard{ID: s.ID(), Series: s, Agents: []AgentScore{}, Separation: []Pair{}, Tasks: []TaskOutcomes{},
+		Resamples: cfg.Resamples, Seed: cfg.Seed}
+	leftOut := map[string]int{}
+	var in []apitype.Attempt
+	for _, a := range all {
+		switch {
+		case !slices.Contains(s.Tasks, a.Task):
+		case a.State == apitype.StateQueued || a.State == apitype.StateRunning:
+			card.Unfinished++
+		case !s.Contains(a):
+			leftOut[a.Task]++
+			card.LeftOut++
+		default:
+			in = append(in, a)
+		}
+	}
+	slices.SortStableFunc(in, func(a, b apitype.Attempt) int {
+		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.ID, b.ID))
+	})
+	if len(in) > 0 {
+		f, l := in[0].Created, in[len(in)-1].Created
+		card.First, card.Last = &f, &l
+	}
+
+	// Agents by suite key, labelled.
+	type agentAcc struct {
+		score    AgentScore
+		clusters map[string]*Cluster
+		spec     string
+	}
+	accs := map[string]*agentAcc{}
+	var keys []string
+	for _, a := range in {
+		id := IdentityOf(a.Agent)
+		k := id.SuiteKey()
+		acc, ok := accs[k]
+		if !ok {
+			if id.Spec != "" {
+				id.SHA256 = "" // a built-in's overlay hash is per task
+			}
+			acc = &agentAcc{score: AgentScore{Identity: id}, clusters: map[string]*Cluster{}}
+			accs[k] = acc
+			keys = append(keys, k)
+		}
+		acc.spec = a.Agent.Spec // the newest spec names the agent
+		switch a.State {
+		case apitype.StateDone:
+			c := acc.clusters[a.Task]
+			if c == nil {
+				c = &Cluster{Task: a.Task}
+				acc.clusters[a.Task] = c
+			}
+			c.N++
+			acc.score.Scored++
+			if a.Pass {
+				c.Passes++
+				acc.score.Passes++
+			}
+		case apitype.StateInfraError:
+			acc.score.InfraErrors++
+		case apitype.StateCanceled:
+			acc.score.Canceled++
+		}
+	}
+	labels := map[string]string{}
+	for _, k := range keys {
+		acc := accs[k]
+		labels[k] = agentLabel(acc.spec, acc.score.Identity)
+	}
+	count := map[string]int{}
+	for _, k := range keys {
+		count[labels[k]]++
+	}
+	for _, k := range keys { // two agents with one label: tell them apart by identity
+		if count[labels[k]] > 1 {
+			labels[k] += " (" + accs[k].score.Identity.String() + ")"
+		}
+	}
+	for _, k := range keys {
+		acc := accs[k]
+		score := acc.score
+		score.Agent = labels[k]
+		score.Tasks = len(acc.clusters)
+		if w, ok := Wilson(score.Passes, score.Scored); ok {
+			r := float64(score.Passes) / float64(score.Scored)
+			score.Rate, score.Wilson = &r, &w
+		} else {
+			score.Note = "no scored attempt"
+		}
+		var cs []Cluster
+		for _, c := range acc.clusters {
+			cs = append(cs, *c)
+		}
+		if b, ok := Bootstrap(cs, cfg.Resamples, cfg.Seed); ok {
+			score.Bootstrap = &b
+			sep := b.Hull(*score.Wilson)
+			score.Separation = &sep
+		} else if score.Note == "" {
+			score.Note = "one task: no bootstrap interval, separated from no one"
+		}
+		card.Agents = append(card.Agents, score)
+	}
+	slices.SortFunc(card.Agents, func(a, b AgentScore) int { return strings.Compare(a.Agent, b.Agent) })
+	card.Separation = Separate(card.Agents)
+
+	// Per-task outcomes.
+	for _, t := range s.Tasks {
+		to := TaskOutcomes{Task: t, Agents: []AgentOutcomes{}, LeftOut: leftOut[t]}
+		byAgent := map[string]*AgentOutcomes{}
+		var order []string
+		for _, a := range in {
+			if a.Task != t {
+				continue
+			}
+			label := labels[IdentityOf(a.Agent).SuiteKey()]
+			ao := byAgent[label]
+			if ao == nil {
+				ao = &AgentOutcomes{Agent: label, Attempts: []AttemptOutcome{}}
+				byAgent[label] = ao
+				order = append(order, label)
+			}
+			reasons := a.Reasons
+			if reasons == nil {
+				reasons = []apitype.Reason{}
+			}
+			ao.Attempts = append(ao.Attempts, AttemptOutcome{ID: a.ID, Outcome: Outcome(a), Reasons: reasons,
+				InfraError: a.InfraError, Created: a.Created})
+		}
+		slices.Sort(order)
+		for _, l := range order {
+			to.Agents = append(to.Agents, *byAgent[l])
+		}
+		card.Tasks = append(card.Tasks, to)
+	}
+	return card
+}
+
+// agentLabel names an agent: its spec, and its model when given.
+func agentLabel(spec string, id Identity) string {
+	label := spec
+	if label == "" {
+		label = id.String()
+	}
+	if id.Model != "" {
+		label += " [model " + id.Model + "]"
+	}
+	return label
+}
+
+// Separate compares every pair of agents (in the order given) by their
+// separation intervals. Agents without one are separated from no one.
+func Separate(agents []AgentScore) []Pair {
+	pairs := []Pair{}
+	for i := range agents {
+		for j := i + 1; j < len(agents); j++ {
+			a, b := agents[i], agents[j]
+			p := Pair{A: a.Agent, B: b.Agent}
+			switch {
+			case a.Separation == nil || b.Separation == nil:
+				p.Sentence = fmt.Sprintf("%s and %s cannot be separated (too few tasks for an interval)", a.Agent, b.Agent)
+			case a.Separation.Overlaps(*b.Separation):
+				p.Sentence = fmt.Sprintf("%s and %s cannot be separated: their intervals overlap", a.Agent, b.Agent)
+			default:
+				p.Separated = true
+				hi, lo := a, b
+				if b.Separation.Lo > a.Separation.Hi {
+					hi, lo = b, a
+				}
+				p.Higher = hi.Agent
+				p.Sentence = fmt.Sprintf("%s completes more than %s: their intervals do not overlap", hi.Agent, lo.Agent)
+			}
+			pairs = append(pairs, p)
+		}
+	}
+	return pairs
+}
+
+// ReadListSeries is the series of a draw LIST (benchctl draw -o LIST)
+// named name: its rule header is the lines before the first blank line,
+// its tasks the second field of each line of its "tasks" section.
+func ReadListSeries(name string, list []byte) (Series, error) {
+	lines := strings.Split(strings.ReplaceAll(string(list), "\r\n", "\n"), "\n")
+	var head, tasks []string
+	inHead, inTasks := true, false
+	for _, l := range lines {
+		switch {
+		case inHead && l == "":
+			inHead = false
+		case inHead:
+			head = append(head, l)
+		case l == "tasks":
+			inTasks = true
+		case l == "" || l == "counts":
+			inTasks = false
+		case inTasks:
+			if f := strings.Fields(l); len(f) >= 2 {
+				tasks = append(tasks, f[1])
+			}
+		}
+	}
+	if len(head) == 0 || head[0] == "" {
+		return Series{}, fmt.Errorf("list %s: no rule header: %w", name, ErrInvalid)
+	}
+	if len(tasks) == 0 {
+		return Series{}, fmt.Errorf("list %s: no tasks section: %w", name, ErrInvalid)
+	}
+	return ListSeries(name, strings.Join(head, "; "), tasks), nil
+}

@@ -1,0 +1,131 @@
+package draw
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"benchd.dev/internal/testenv"
+)
+
+func fixtureScorecard() Scorecard {
+	as := fixtureAttempts()
+	suite := BuiltinSeries()
+	suite.Pin(storeHashes(), as)
+	list := ListSeries("batch.list", "seed 20261004, cap 2", []string{"rt-01", "lib-0007"})
+	list.Pin(map[string]string{"rt-01": "v1-rt-01"}, as)
+	return Score([]Series{suite, list}, as, ScoreConfig{})
+}
+
+func TestWriteHTMLSelfContained(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, fixtureScorecard(), t0); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	// The only URL allowed is the SVG namespace, which is a name, not a fetch.
+	urls := regexp.MustCompile(`(?i)(https?:|//[a-z])[^"' <]*`).FindAllString(strings.ReplaceAll(page, `xmlns="http://www.w3.org/2000/svg"`, ""), -1)
+	if len(urls) != 0 {
+		t.Errorf("got external references %q, want none", urls)
+	}
+	for _, bad := range []string{"<script", "<link", "@import", "src="} {
+		if strings.Contains(page, bad) {
+			t.Errorf("got %q in the page, want a self-contained page", bad)
+		}
+	}
+}
+
+// chromium runs Debian's chromium headless with args and the page's URL.
+func chromium(t *testing.T, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir=" + t.TempDir()}
+	cmd := exec.CommandContext(ctx, "/usr/bin/chromium", append(base, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium %v: %v: %s", args, err, stderr.String())
+	}
+	return out
+}
+
+func TestHTMLInChromium(t *testing.T) {
+	testenv.Require(t, testenv.Chromium)
+	dir := t.TempDir()
+	page := filepath.Join(dir, "scorecard.html")
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, fixtureScorecard(), t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := string(chromium(t, "--dump-dom", "file://"+page))
+	text := regexp.MustCompile(`<[^>]*>`).ReplaceAllString(dom, "")
+
+	t.Run("dom", func(t *testing.T) {
+		tests := []struct {
+			name  string
+			in    string // dom or text
+			want  string
+			count int // at least
+		}{
+			{"two series columns", dom, `class="series"`, 2},
+			{"the suite's series", text, "Series built-in suite", 1},
+			{"the list's series and its rule", text, "draw rule: seed 20261004, cap 2", 1},
+			{"a plot per series", dom, `<svg class="plot"`, 2},
+			{"a dot per agent and series", dom, `<circle class="rate"`, 4},
+			{"Wilson intervals drawn", dom, `<g class="wilson"`, 4},
+			{"bootstrap intervals drawn", dom, `<rect class="bootstrap"`, 3},
+			{"separation sentence", text, "agent run completes more than other", 1},
+			{"both intervals in the table", text, "bootstrap 95% (tasks)", 2},
+			{"outcomes, never a rate", text, "fail, fail", 1},
+			{"infra error shown", text, "pass, pass, infra error", 1},
+			{"attempt anchor", dom, `id="attempt-a-02"`, 1},
+			{"link to the anchor", dom, `href="#attempt-a-02"`, 1},
+			{"verdict reasons", text, "tests_failed 2 hidden tests failed", 1},
+			{"verdict command", text, "benchctl show a-02", 1},
+			{"journal command", text, "benchctl log a-02", 1},
+			{"dates", text, "2026-11-02 19:00 to 2026-11-04 01:00 UTC", 1},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				if got := strings.Count(tt.in, tt.want); got < tt.count {
+					t.Errorf("got %d of %q in the rendered page, want at least %d", got, tt.want, tt.count)
+				}
+			})
+		}
+		if strings.Contains(text, "%") && regexp.MustCompile(`rt-0\d[^\n]*\d+%`).MatchString(text[strings.Index(text, "Per task"):]) {
+			t.Errorf("got a rate in the per-task section, want outcomes only")
+		}
+	})
+
+	t.Run("screenshot", func(t *testing.T) {
+		shot := filepath.Join(dir, "scorecard.png")
+		chromium(t, "--screenshot="+shot, "--window-size=1200,900", "--hide-scrollbars", "file://"+page)
+		b, err := os.ReadFile(shot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
+			t.Fatalf("got a screenshot starting %q, want a PNG", b[:min(8, len(b))])
+		}
+		// A blank 1200x900 page compresses to a few KiB; the scorecard's
+		// text and plots take far more.
+		if len(b) < 30_000 {
+			t.Errorf("got a %d-byte screenshot, want a page with content (over 30000)", len(b))
+		}
+		if out := os.Getenv("BENCHD_SCORECARD_SHOT"); out != "" {
+			os.WriteFile(out, b, 0o644)
+		}
+	})
+}
