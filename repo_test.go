@@ -82,7 +82,7 @@ func TestEveryPackageHasDoc(t *testing.T) {
 var allowed = map[string][]string{
 	"client/apitype":     {},
 	"client":             {"client/apitype"},
-	"cmd/benchctl":       {"client", "client/apitype", "fsmon/journal", "draw", "tasks"},
+	"cmd/benchctl":       {"client", "client/apitype", "fsmon/journal", "draw", "tasks", "internal/modelfake"},
 	"fsmon/journal":      {},
 	"fsmon":              {"fsmon/journal"},
 	"limits":             {},

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/user"
+	"strconv"
+
+	"benchd.dev/client/apitype"
+	"benchd.dev/daemon"
+	"benchd.dev/tasks"
+)
+
+// DefaultAgentUser is the unprivileged account agents run as.
+const DefaultAgentUser = "benchd-agent"
+
+// nobody is the fallback account when DefaultAgentUser does not exist.
+const nobody = 65534
+
+// runServe runs the daemon in the foreground until ctx is canceled
+// (SIGTERM, SIGINT), telling systemd when it is ready and when it stops.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("benchd", flag.ContinueOnError)
+	fl.SetOutput(io.Discard)
+	socket := fl.String("socket", apitype.DefaultSocket, "unix socket to listen on")
+	state := fl.String("state", daemon.DefaultStateDir, "state directory (database, blobs, attempts)")
+	tasksDir := fl.String("tasks", "", "task store (default: $BENCHD_TASKS or the installed tasks)")
+	concurrency := fl.Int("concurrency", 0, "attempts run at once (default: the number of cores)")
+	agentUser := fl.String("agent-user", DefaultAgentUser, "unprivileged user agents run as")
+	group := fl.String("group", daemon.DefaultGroup, "group whose members may use benchd")
+	if err := fl.Parse(args); err != nil {
+		return fail(stderr, 2, "%v", err)
+	}
+	if fl.NArg() > 0 {
+		return fail(stderr, 2, "unexpected argument %q", fl.Arg(0))
+	}
+	if *concurrency < 0 {
+		return fail(stderr, 2, "--concurrency %d is negative", *concurrency)
+	}
+	if os.Geteuid() != 0 {
+		return fail(stderr, 2, "the daemon must run as root")
+	}
+	explicit := false
+	fl.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "agent-user" })
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	uid, gid, err := lookupAgent(*agentUser)
+	if err != nil {
+		if explicit {
+			return fail(stderr, 2, "--agent-user: %v", err)
+		}
+		log.Warn("agent user missing: agents run as nobody (scripts/install creates it)", "user", *agentUser)
+		uid, gid = nobody, nobody
+	}
+	if *tasksDir == "" {
+		*tasksDir = tasks.DefaultDir()
+	}
+	cfg := daemon.Config{
+		Socket:      *socket,
+		StateDir:    *state,
+		TasksDir:    *tasksDir,
+		Concurrency: *concurrency,
+		AgentUID:    uid,
+		AgentGID:    gid,
+		Group:       *group,
+		Logger:      log,
+		Ready:       func() { sdNotify(log, "READY=1") },
+	}
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-ctx.Done():
+			sdNotify(log, "STOPPING=1")
+		case <-stopped:
+		}
+	}()
+	if err := daemon.Run(ctx, cfg); err != nil {
+		return fail(stderr, 1, "%v", err)
+	}
+	return 0
+}
+
+// lookupAgent resolves the agent's account; root is refused.
+func lookupAgent(name string) (uid, gid int, err error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return 0, 0, err
+	}
+	if uid, err = strconv.Atoi(u.Uid); err != nil {
+		return 0, 0, err
+	}
+	if gid, err = strconv.Atoi(u.Gid); err != nil {
+		return 0, 0, err
+	}
+	if uid == 0 || gid == 0 {
+		return 0, 0, errors.New("agents may not run as root")
+	}
+	return uid, gid, nil
+}
+
+// sdNotify sends state to systemd's notification socket, if there is
+// one ($NOTIFY_SOCKET; a leading @ names an abstract socket).
+func sdNotify(log *slog.Logger, state string) {
+	addr := os.Getenv("NOTIFY_SOCKET")
+	if addr == "" {
+		return
+	}
+	if addr[0] == '@' {
+		addr = "\x00" + addr[1:]
+	}
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: addr, Net: "unixgram"})
+	if err != nil {
+		log.Warn("unable to notify systemd", "state", state, "err", err)
+		return
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(state)); err != nil {
+		log.Warn("unable to notify systemd", "state", state, "err", fmt.Errorf("write: %w", err))
+	}
+}

@@ -1,0 +1,395 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"time"
+
+	"benchd.dev/client/apitype"
+	"benchd.dev/daemon/runs"
+	"benchd.dev/daemon/store"
+	"benchd.dev/fsmon/journal"
+	"benchd.dev/tasks"
+)
+
+// handlerFunc is an endpoint: it writes its response, or returns an
+// error for writeError to translate.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	handle := func(pattern string, h handlerFunc) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			if err := h(w, r); err != nil {
+				writeError(w, s.log, r, err)
+			}
+		})
+	}
+	handle("POST /v1/runs", s.handleCreateRun)
+	handle("GET /v1/runs/{id}", s.handleGetRun)
+	handle("GET /v1/attempts", s.handleListAttempts)
+	handle("GET /v1/attempts/{id}", s.handleGetAttempt)
+	handle("GET /v1/attempts/{id}/events", s.handleEvents)
+	handle("POST /v1/attempts/{id}/cancel", s.handleCancel)
+	handle("POST /v1/attempts/{id}/regrade", s.handleRegrade)
+	handle("GET /v1/attempts/{id}/journal", s.handleJournal)
+	handle("GET /v1/attempts/{id}/blobs/{sha}", s.handleBlob)
+	handle("GET /v1/attempts/{id}/transcript", s.handleTranscript)
+	handle("GET /v1/attempts/{id}/export", s.handleExport)
+	handle("GET /v1/tasks", s.handleTasks)
+	handle("POST /v1/tasks/check", s.handleCheck)
+	handle("GET /v1/status", s.handleStatus)
+	handle("/", func(w http.ResponseWriter, r *http.Request) error {
+		return fmt.Errorf("no endpoint %s %s: %w", r.Method, r.URL.Path, errNotFound)
+	})
+	return mux
+}
+
+// decodeJSON decodes the request body into v: one JSON value of at most
+// apitype.MaxBodyBytes, with no unknown fields and nothing after it.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	r.Body = http.MaxBytesReader(w, r.Body, apitype.MaxBodyBytes)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return fmt.Errorf("request body is over %d bytes: %w", apitype.MaxBodyBytes, errTooLarge)
+		}
+		if err == io.EOF {
+			return fmt.Errorf("empty request body, want a JSON object: %w", errInvalid)
+		}
+		return fmt.Errorf("malformed JSON: %v: %w", err, errInvalid)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return fmt.Errorf("request body is over %d bytes: %w", apitype.MaxBodyBytes, errTooLarge)
+		}
+		return fmt.Errorf("malformed JSON: data after the request object: %w", errInvalid)
+	}
+	return nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// validTaskID checks a task id before it comes near a path.
+func validTaskID(id string) error {
+	if id == "" {
+		return fmt.Errorf("no task given: %w", errInvalid)
+	}
+	if !tasks.ValidID(id) {
+		return fmt.Errorf("task id %q is not valid: use lowercase letters, digits and dashes: %w", id, errInvalid)
+	}
+	return nil
+}
+
+// validate checks a RunRequest completely; nothing is changed before it
+// returns nil.
+func (s *server) validate(req apitype.RunRequest) (submitted, error) {
+	var sub submitted
+	if err := validTaskID(req.Task); err != nil {
+		return sub, err
+	}
+	task, err := tasks.Find(s.cfg.TasksDir, req.Task)
+	if err != nil {
+		return sub, fmt.Errorf("task %q: %w", req.Task, err)
+	}
+	if req.Agent == "" {
+		return sub, fmt.Errorf("no agent given: %w", errInvalid)
+	}
+	sub.n = req.Attempts
+	if sub.n == 0 {
+		sub.n = 1
+	}
+	if sub.n < 1 || sub.n > apitype.MaxAttempts {
+		return sub, fmt.Errorf("attempts %d out of range [1, %d]: %w", req.Attempts, apitype.MaxAttempts, errInvalid)
+	}
+	timeout := task.AgentTimeout
+	if timeout == 0 {
+		timeout = apitype.DefaultTimeout
+	}
+	if req.Timeout != "" {
+		if timeout, err = time.ParseDuration(req.Timeout); err != nil {
+			return sub, fmt.Errorf("timeout %q is not a duration such as 90s or 10m: %w", req.Timeout, errInvalid)
+		}
+	}
+	if timeout < apitype.MinTimeout || timeout > apitype.MaxTimeout {
+		return sub, fmt.Errorf("timeout %v out of range [%v, %v]: %w", timeout, apitype.MinTimeout, apitype.MaxTimeout, errInvalid)
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, e := range req.Env {
+		if !envName.MatchString(e.Name) {
+			return sub, fmt.Errorf("environment variable name %q is not valid: %w", e.Name, errInvalid)
+		}
+		if seen[e.Name] {
+			return sub, fmt.Errorf("environment variable %s given twice: %w", e.Name, errInvalid)
+		}
+		seen[e.Name] = true
+		names = append(names, e.Name)
+	}
+	if err := runs.ParseGateways(req.Gateways); err != nil {
+		return sub, fmt.Errorf("gateways: %w", err)
+	}
+	if len(req.Model) > 256 {
+		return sub, fmt.Errorf("model name longer than 256 bytes: %w", errInvalid)
+	}
+	ident, err := s.engine.ResolveAgent(req.Agent, task)
+	if err != nil {
+		return sub, fmt.Errorf("agent %q: %w", req.Agent, err)
+	}
+	ident.Model = req.Model
+	ident.Env = names
+	sub.task, sub.identity, sub.env = task, ident, req.Env
+	sub.spec = queuedSpec{
+		Task: task.ID, Agent: req.Agent, Timeout: timeout.String(),
+		Gateways: req.Gateways, Model: req.Model, EnvNames: names,
+	}
+	return sub, nil
+}
+
+func (s *server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
+	var req apitype.RunRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	sub, err := s.validate(req)
+	if err != nil {
+		return err
+	}
+	run, err := s.submit(r.Context(), sub)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, run)
+	return nil
+}
+
+func (s *server) handleGetRun(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	run, err := s.store.GetRun(r.Context(), id)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", id, err)
+	}
+	writeJSON(w, http.StatusOK, run)
+	return nil
+}
+
+// withLive adds what only memory knows (the phase of a running attempt).
+func (s *server) withLive(a apitype.Attempt) apitype.Attempt {
+	if a.State != apitype.StateRunning {
+		return a
+	}
+	if la := s.liveOf(a.ID); la != nil {
+		ev, _, _ := la.snapshot()
+		if ev.Phase != "" {
+			a.Phase = ev.Phase
+		}
+	}
+	return a
+}
+
+func (s *server) getAttempt(r *http.Request) (apitype.Attempt, error) {
+	id := r.PathValue("id")
+	a, err := s.store.GetAttempt(r.Context(), id)
+	if err != nil {
+		return a, fmt.Errorf("attempt %s: %w", id, err)
+	}
+	return s.withLive(a), nil
+}
+
+func (s *server) handleListAttempts(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	f := store.Filter{Run: q.Get("run"), Task: q.Get("task"), Limit: 100}
+	if f.Task != "" {
+		if err := validTaskID(f.Task); err != nil {
+			return err
+		}
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 10000 {
+			return fmt.Errorf("limit %q out of range [1, 10000]: %w", l, errInvalid)
+		}
+		f.Limit = n
+	}
+	list, err := s.store.ListAttempts(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	out := apitype.AttemptList{Attempts: make([]apitype.Attempt, 0, len(list))}
+	for _, a := range list {
+		out.Attempts = append(out.Attempts, s.withLive(a))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *server) handleGetAttempt(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.getAttempt(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+// handleEvents streams the attempt's events, one JSON object a line,
+// until it ends (a last event with Done set), the caller goes or benchd
+// stops.
+func (s *server) handleEvents(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	la := s.liveOf(id)
+	a, err := s.store.GetAttempt(r.Context(), id)
+	if err != nil {
+		return fmt.Errorf("attempt %s: %w", id, err)
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	if la == nil {
+		ev := finalEvent(a)
+		if a.State == apitype.StateQueued || a.State == apitype.StateRunning {
+			// Ended between the two look-ups: the store has the end now.
+			if a2, err := s.store.GetAttempt(r.Context(), id); err == nil {
+				ev = finalEvent(a2)
+			}
+		}
+		enc.Encode(ev)
+		rc.Flush()
+		return nil
+	}
+	var last apitype.Event
+	first := true
+	for {
+		ev, changed, final := la.snapshot()
+		if first || ev != last {
+			if err := enc.Encode(ev); err != nil {
+				return nil
+			}
+			rc.Flush()
+			first, last = false, ev
+		}
+		if final != nil {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-r.Context().Done():
+			return nil
+		case <-s.closing:
+			return nil
+		}
+	}
+}
+
+func (s *server) handleCancel(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.cancelAttempt(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+func (s *server) handleJournal(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.getAttempt(r)
+	if err != nil {
+		return err
+	}
+	cw := &countingWriter{w: w}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if err := s.store.JournalLines(r.Context(), a.ID, cw); err != nil {
+		if cw.n == 0 {
+			return fmt.Errorf("journal of attempt %s: %w", a.ID, err)
+		}
+		s.log.Warn("journal stream cut short", "attempt", a.ID, "err", err)
+	}
+	return nil
+}
+
+// countingWriter counts what went through, so that an error before any
+// byte can still become an error response.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (s *server) handleBlob(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.getAttempt(r)
+	if err != nil {
+		return err
+	}
+	sha := r.PathValue("sha")
+	if !journal.ValidSHA(sha) {
+		return fmt.Errorf("blob %q is not a sha256 hex digest: %w", sha, errInvalid)
+	}
+	blobs := s.store.Blobs()
+	if !blobs.Has(sha) {
+		return fmt.Errorf("blob %s of attempt %s: %w", sha, a.ID, errNotFound)
+	}
+	f, err := blobs.Open(sha)
+	if err != nil {
+		return fmt.Errorf("blob %s: %w", sha, err)
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	io.Copy(w, f)
+	return nil
+}
+
+func (s *server) handleTranscript(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.getAttempt(r)
+	if err != nil {
+		return err
+	}
+	t, err := s.transcript(r.Context(), a.ID)
+	if err != nil {
+		return fmt.Errorf("transcript of attempt %s: %w", a.ID, err)
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+func (s *server) handleTasks(w http.ResponseWriter, r *http.Request) error {
+	all, err := tasks.LoadAll(s.cfg.TasksDir)
+	if err != nil {
+		return fmt.Errorf("unable to load the task store: %w", err)
+	}
+	out := apitype.TaskList{Tasks: make([]apitype.TaskInfo, 0, len(all))}
+	for _, t := range all {
+		info, err := taskInfo(t)
+		if err != nil {
+			return err
+		}
+		out.Tasks = append(out.Tasks, info)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *server) handleStatus(w http.ResponseWriter, r *http.Request) error {
+	q, run := s.counts()
+	writeJSON(w, http.StatusOK, apitype.Status{
+		Version:     Version,
+		Queued:      q,
+		Running:     run,
+		Concurrency: s.cfg.Concurrency,
+		StateDir:    s.cfg.StateDir,
+		Tasks:       s.cfg.TasksDir,
+	})
+	return nil
+}

@@ -1,0 +1,345 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"benchd.dev/client/apitype"
+	"benchd.dev/daemon/runs"
+	"benchd.dev/daemon/store"
+)
+
+// Config configures Run.
+type Config struct {
+	// Socket is the unix socket to listen on; default apitype.DefaultSocket.
+	Socket string
+	// StateDir holds the database, the blobs and the attempts' work
+	// directories; default DefaultStateDir.
+	StateDir string
+	// TasksDir is the task store; default tasks.DefaultDir().
+	TasksDir string
+	// Concurrency is how many attempts run at once; default runtime.NumCPU().
+	Concurrency int
+	// AgentUID and AgentGID are the credentials agents run with; both
+	// must be non-zero.
+	AgentUID, AgentGID int
+	// Group names the group whose members may use the API (root always
+	// may); default DefaultGroup.
+	Group string
+	// StopTimeout bounds how long a shutdown waits for running attempts
+	// to unwind; default 10 s.
+	StopTimeout time.Duration
+	// CgroupParent is passed to runs.Config; "" means below benchd's own
+	// cgroup.
+	CgroupParent string
+	// Ready, when set, is called once the socket accepts connections
+	// (cmd/benchd sends sd_notify READY=1 from it).
+	Ready  func()
+	Logger *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultStateDir    = "/var/lib/benchd"
+	DefaultGroup       = "benchd"
+	DefaultStopTimeout = 10 * time.Second
+)
+
+// regradeDir, in the state directory, holds the final trees rebuilt for
+// regrades while they run.
+const regradeDir = "regrade"
+
+// Version is reported by GET /v1/status.
+var Version = "dev"
+
+var (
+	// errShutdown is the cause given to running attempts when benchd stops.
+	errShutdown = errors.New("benchd shut down during the attempt")
+	// errUserCanceled is the cause given to an attempt canceled by a caller.
+	errUserCanceled = errors.New("attempt canceled")
+)
+
+// server is the running daemon.
+type server struct {
+	cfg    Config
+	log    *slog.Logger
+	store  *store.Store
+	engine *runs.Engine
+	auth   authorizer
+	mux    *http.ServeMux
+
+	// workCtx is the parent of every attempt's context; stopWork cancels
+	// it at shutdown with errShutdown.
+	workCtx  context.Context
+	stopWork context.CancelCauseFunc
+	// closing is closed when event streams must end.
+	closing chan struct{}
+
+	mu   sync.Mutex
+	cond *sync.Cond // signals a change of queue or stopping
+	// queue holds the ids of queued attempts, oldest first.
+	queue []string
+	// live holds the attempts that are queued or running in this process.
+	live map[string]*liveAttempt
+	// stopping is set when intake has stopped.
+	stopping bool
+}
+
+func (cfg *Config) setDefaults() error {
+	if cfg.Socket == "" {
+		cfg.Socket = apitype.DefaultSocket
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = DefaultStateDir
+	}
+	if cfg.TasksDir == "" {
+		return fmt.Errorf("no task directory: %w", errInvalid)
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = runtime.NumCPU()
+	}
+	if cfg.Concurrency < 0 {
+		return fmt.Errorf("concurrency %d is negative: %w", cfg.Concurrency, errInvalid)
+	}
+	if cfg.AgentUID <= 0 || cfg.AgentGID <= 0 {
+		return fmt.Errorf("agent uid %d and gid %d must both be non-zero: %w", cfg.AgentUID, cfg.AgentGID, errInvalid)
+	}
+	if cfg.Group == "" {
+		cfg.Group = DefaultGroup
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = DefaultStopTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	var err error
+	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
+		return err
+	}
+	if cfg.TasksDir, err = filepath.Abs(cfg.TasksDir); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Run serves the API on cfg.Socket until ctx is canceled, then shuts down
+// gracefully (see the package doc) and returns nil. It returns an error
+// when it cannot start.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.setDefaults(); err != nil {
+		return err
+	}
+	log := cfg.Logger.With("component", "daemon")
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return fmt.Errorf("unable to create the state directory: %w", err)
+	}
+	// Leftovers of a crash go before anything new is made.
+	if err := runs.Cleanup(ctx, cfg.StateDir); err != nil {
+		log.Warn("cleanup of a previous run was incomplete", "err", err)
+	}
+	// Trees rebuilt for regrades in progress at a crash are of no use.
+	os.RemoveAll(filepath.Join(cfg.StateDir, regradeDir))
+	for _, sub := range []string{"queue", regradeDir} {
+		if err := os.MkdirAll(filepath.Join(cfg.StateDir, sub), 0o700); err != nil {
+			return fmt.Errorf("unable to create the state directory: %w", err)
+		}
+	}
+	st, err := store.Open(ctx, store.Config{Dir: cfg.StateDir, Logger: cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("unable to open the store: %w", err)
+	}
+	defer st.Close()
+	lost, err := st.MarkInFlightInfraError(ctx, "benchd stopped while the attempt ran")
+	if err != nil {
+		return fmt.Errorf("unable to recover attempts in flight: %w", err)
+	}
+	for _, id := range lost {
+		log.Warn("attempt in flight at the last stop is now infra_error", "attempt", id)
+		os.Remove(specPath(cfg.StateDir, id))
+	}
+	eng, err := runs.New(runs.Config{
+		StateDir:     cfg.StateDir,
+		TasksDir:     cfg.TasksDir,
+		AgentUID:     cfg.AgentUID,
+		AgentGID:     cfg.AgentGID,
+		CgroupParent: cfg.CgroupParent,
+		Logger:       cfg.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("unable to start the attempt engine: %w", err)
+	}
+
+	s := &server{
+		cfg:     cfg,
+		log:     log,
+		store:   st,
+		engine:  eng,
+		auth:    authorizer{Group: cfg.Group, ProcDir: "/proc"},
+		closing: make(chan struct{}),
+		live:    map[string]*liveAttempt{},
+	}
+	s.cond = sync.NewCond(&s.mu)
+	s.workCtx, s.stopWork = context.WithCancelCause(context.WithoutCancel(ctx))
+	s.mux = s.routes()
+	if err := s.requeue(ctx); err != nil {
+		return err
+	}
+
+	ln, err := listen(cfg.Socket, cfg.Group, log)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           s,
+		ConnContext:       connContext,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	var workers sync.WaitGroup
+	for range cfg.Concurrency {
+		workers.Go(s.work)
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("benchd is ready", "socket", cfg.Socket, "state", cfg.StateDir, "tasks", cfg.TasksDir, "concurrency", cfg.Concurrency)
+	if cfg.Ready != nil {
+		cfg.Ready()
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		runErr = fmt.Errorf("unable to serve: %w", err)
+	}
+	s.shutdown(&workers)
+	shutCtx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		srv.Close()
+	}
+	log.Info("benchd stopped")
+	return runErr
+}
+
+// shutdown stops intake, cancels running attempts and waits, at most
+// cfg.StopTimeout, for them to end.
+func (s *server) shutdown(workers *sync.WaitGroup) {
+	s.mu.Lock()
+	s.stopping = true
+	running := 0
+	for _, la := range s.live {
+		if la.cancel != nil {
+			running++
+		}
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	s.log.Info("stopping: intake closed, canceling running attempts", "running", running)
+	s.stopWork(errShutdown)
+
+	done := make(chan struct{})
+	go func() { workers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(s.cfg.StopTimeout):
+		s.log.Error("running attempts did not end in time; marking them infra_error", "timeout", s.cfg.StopTimeout)
+		s.abandonRunning()
+	}
+	close(s.closing)
+}
+
+// abandonRunning records every attempt still running as infra_error.
+func (s *server) abandonRunning() {
+	s.mu.Lock()
+	var ids []string
+	for id, la := range s.live {
+		if la.cancel != nil {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, id := range ids {
+		a, err := s.store.GetAttempt(ctx, id)
+		if err != nil {
+			continue
+		}
+		now := time.Now().UTC()
+		a.State, a.Phase, a.Pass, a.Reward = apitype.StateInfraError, "", false, 0
+		a.InfraError = errShutdown.Error() + "; it did not stop in time"
+		a.Finished = &now
+		if err := s.store.UpdateAttempt(ctx, a); err != nil {
+			s.log.Error("unable to record an abandoned attempt", "attempt", id, "err", err)
+		}
+	}
+}
+
+// listen creates the socket, mode 0660, owned by group when it exists.
+// A stale socket file of a dead benchd is replaced; a live one is an
+// error.
+func listen(path, group string, log *slog.Logger) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("unable to create the socket directory: %w", err)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("another benchd already listens on %s", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("unable to remove the stale socket: %w", err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("unable to listen: %w", err)
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("unable to set the socket's mode: %w", err)
+	}
+	if gid, err := lookupGID(group); err == nil {
+		if err := os.Chown(path, 0, gid); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("unable to give the socket to group %s: %w", group, err)
+		}
+	} else {
+		log.Warn("group does not exist: only root may use benchd", "group", group)
+	}
+	return ln, nil
+}
+
+// ServeHTTP authorizes the caller, then routes the request.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := peerFrom(r.Context())
+	if err := s.auth.allow(p); err != nil {
+		s.log.Info("caller refused", "uid", p.UID, "pid", p.PID, "path", r.URL.Path, "err", err)
+		writeError(w, s.log, r, err)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// newID returns a random id with prefix.
+func newID(prefix string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,457 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"benchd.dev/client/apitype"
+	"benchd.dev/daemon/runs"
+	"benchd.dev/daemon/store"
+	"benchd.dev/tasks"
+)
+
+// queuedSpec is what an attempt needs to run beyond its stored record,
+// kept in STATE/queue/ID.json while it is queued or running. It holds the
+// names of environment variables, never their values.
+type queuedSpec struct {
+	Task     string   `json:"task"`
+	Agent    string   `json:"agent"`
+	Timeout  string   `json:"timeout"`
+	Gateways []string `json:"gateways,omitempty"`
+	Model    string   `json:"model,omitempty"`
+	EnvNames []string `json:"env_names,omitempty"`
+}
+
+func specPath(stateDir, id string) string {
+	return filepath.Join(stateDir, "queue", id+".json")
+}
+
+func writeSpec(stateDir, id string, spec queuedSpec) error {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	p := specPath(stateDir, id)
+	if err := os.WriteFile(p+".tmp", b, 0o600); err != nil {
+		return fmt.Errorf("unable to queue attempt %s: %w", id, err)
+	}
+	return os.Rename(p+".tmp", p)
+}
+
+func readSpec(stateDir, id string) (queuedSpec, error) {
+	var spec queuedSpec
+	b, err := os.ReadFile(specPath(stateDir, id))
+	if err != nil {
+		return spec, err
+	}
+	return spec, json.Unmarshal(b, &spec)
+}
+
+// liveAttempt is an attempt queued or running in this process: its
+// request, its cancel function and its latest event.
+type liveAttempt struct {
+	id   string
+	spec queuedSpec
+	env  []apitype.EnvVar // values: memory only
+	// cancel is set (under server.mu) when a worker takes the attempt.
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex
+	ev      apitype.Event
+	changed chan struct{} // closed and replaced at each change
+	final   *apitype.Attempt
+	done    chan struct{} // closed when final is set
+}
+
+func newLive(id string, spec queuedSpec, env []apitype.EnvVar) *liveAttempt {
+	return &liveAttempt{
+		id: id, spec: spec, env: env,
+		ev:      apitype.Event{Attempt: id, State: apitype.StateQueued},
+		changed: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+}
+
+func (l *liveAttempt) publish(ev apitype.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.final != nil {
+		return
+	}
+	l.ev = ev
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+func (l *liveAttempt) finish(a apitype.Attempt) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.final != nil {
+		return
+	}
+	l.final = &a
+	l.ev = finalEvent(a)
+	close(l.changed)
+	close(l.done)
+}
+
+func (l *liveAttempt) snapshot() (apitype.Event, <-chan struct{}, *apitype.Attempt) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ev, l.changed, l.final
+}
+
+// finalEvent is the last event of an attempt's stream.
+func finalEvent(a apitype.Attempt) apitype.Event {
+	return apitype.Event{
+		Attempt:     a.ID,
+		State:       a.State,
+		ElapsedMS:   a.WallMS,
+		MemoryBytes: a.PeakMemoryBytes,
+		Edits:       a.Edits,
+		Denied:      a.Denied,
+		Done:        true,
+		Final:       &a,
+	}
+}
+
+// requeue puts the attempts left queued by the last run back on the
+// queue, oldest first.
+func (s *server) requeue(ctx context.Context) error {
+	list, err := s.store.ListAttempts(ctx, store.Filter{States: []string{apitype.StateQueued}})
+	if err != nil {
+		return fmt.Errorf("unable to list queued attempts: %w", err)
+	}
+	slices.SortStableFunc(list, func(a, b apitype.Attempt) int { return a.Created.Compare(b.Created) })
+	for _, a := range list {
+		spec, err := readSpec(s.cfg.StateDir, a.ID)
+		var why string
+		switch {
+		case err != nil:
+			why = fmt.Sprintf("its request was lost: %v", err)
+		case len(spec.EnvNames) > 0:
+			why = fmt.Sprintf("the values of its environment variables (%s) are not kept across a restart of benchd; submit it again", strings.Join(spec.EnvNames, ", "))
+		}
+		if why != "" {
+			s.log.Warn("queued attempt cannot go on", "attempt", a.ID, "why", why)
+			s.endUnrun(ctx, a, apitype.StateInfraError, why)
+			continue
+		}
+		s.mu.Lock()
+		s.live[a.ID] = newLive(a.ID, spec, nil)
+		s.queue = append(s.queue, a.ID)
+		s.mu.Unlock()
+		s.log.Info("queued attempt goes on", "attempt", a.ID, "task", spec.Task)
+	}
+	return nil
+}
+
+// endUnrun ends an attempt that never ran, as canceled or infra_error.
+func (s *server) endUnrun(ctx context.Context, a apitype.Attempt, state, why string) apitype.Attempt {
+	now := time.Now().UTC()
+	a.State, a.Phase, a.Pass, a.Reward, a.Finished = state, "", false, 0, &now
+	if state == apitype.StateInfraError {
+		a.InfraError = why
+	}
+	if err := s.store.UpdateAttempt(ctx, a); err != nil {
+		s.log.Error("unable to record the end of an attempt", "attempt", a.ID, "err", err)
+	}
+	os.Remove(specPath(s.cfg.StateDir, a.ID))
+	return a
+}
+
+// submitted is a validated RunRequest.
+type submitted struct {
+	task     *tasks.Task
+	identity apitype.AgentIdentity
+	spec     queuedSpec
+	env      []apitype.EnvVar
+	n        int
+}
+
+// submit records a validated request as a run of queued attempts and
+// queues them.
+func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error) {
+	s.mu.Lock()
+	stopping := s.stopping
+	s.mu.Unlock()
+	if stopping {
+		return apitype.Run{}, fmt.Errorf("not taking new runs: %w", errBusy)
+	}
+	now := time.Now().UTC()
+	run := apitype.Run{ID: newID("r-"), Task: req.task.ID, Agent: req.spec.Agent, Created: now}
+	for range req.n {
+		run.Attempts = append(run.Attempts, newID("a-"))
+	}
+	if err := s.store.CreateRun(ctx, run); err != nil {
+		return apitype.Run{}, fmt.Errorf("unable to record the run: %w", err)
+	}
+	for _, id := range run.Attempts {
+		if err := writeSpec(s.cfg.StateDir, id, req.spec); err != nil {
+			return apitype.Run{}, err
+		}
+		a := apitype.Attempt{
+			ID: id, Run: run.ID, Task: run.Task, Agent: req.identity,
+			State: apitype.StateQueued, Reasons: []apitype.Reason{}, Changeset: []apitype.Change{},
+			ExitCode: -1, Created: now,
+		}
+		if err := s.store.CreateAttempt(ctx, a); err != nil {
+			return apitype.Run{}, fmt.Errorf("unable to record attempt %s: %w", id, err)
+		}
+	}
+	s.mu.Lock()
+	for _, id := range run.Attempts {
+		s.live[id] = newLive(id, req.spec, req.env)
+		s.queue = append(s.queue, id)
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	s.log.Info("run queued", "run", run.ID, "task", run.Task, "agent", run.Agent, "attempts", len(run.Attempts))
+	return run, nil
+}
+
+// work serves the queue until shutdown.
+func (s *server) work() {
+	for {
+		la, ctx, ok := s.next()
+		if !ok {
+			return
+		}
+		s.execute(ctx, la)
+	}
+}
+
+// next takes the oldest queued attempt and gives it its context.
+func (s *server) next() (*liveAttempt, context.Context, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.queue) == 0 && !s.stopping {
+		s.cond.Wait()
+	}
+	if s.stopping {
+		return nil, nil, false
+	}
+	id := s.queue[0]
+	s.queue = s.queue[1:]
+	la := s.live[id]
+	ctx, cancel := context.WithCancelCause(s.workCtx)
+	la.cancel = cancel
+	return la, ctx, true
+}
+
+// execute runs one attempt and records how it ended.
+func (s *server) execute(ctx context.Context, la *liveAttempt) {
+	defer la.cancel(nil)
+	bg := context.WithoutCancel(ctx)
+	log := s.log.With("attempt", la.id)
+	a, err := s.store.GetAttempt(bg, la.id)
+	if err != nil {
+		log.Error("queued attempt vanished", "err", err)
+		s.retire(la, apitype.Attempt{ID: la.id, State: apitype.StateInfraError, InfraError: err.Error()})
+		return
+	}
+	if a.State != apitype.StateQueued {
+		s.retire(la, a)
+		return
+	}
+	start := time.Now().UTC()
+	a.State, a.Phase, a.Started = apitype.StateRunning, apitype.PhasePrepare, &start
+	if err := s.store.UpdateAttempt(bg, a); err != nil {
+		log.Error("unable to record the start of an attempt", "err", err)
+	}
+	la.publish(apitype.Event{Attempt: la.id, State: apitype.StateRunning, Phase: apitype.PhasePrepare})
+	log.Info("attempt started", "task", la.spec.Task, "agent", la.spec.Agent)
+
+	// Phase changes are stored off the attempt's path, latest first, so
+	// that recovery can say where an attempt stopped.
+	phases := make(chan string, 1)
+	var phaseWriter sync.WaitGroup
+	phaseWriter.Go(func() {
+		for p := range phases {
+			rec := a
+			rec.Phase = p
+			if err := s.store.UpdateAttempt(bg, rec); err != nil {
+				log.Warn("unable to record the phase", "phase", p, "err", err)
+			}
+		}
+	})
+	var phaseMu sync.Mutex
+	lastPhase, phasesClosed := apitype.PhasePrepare, false
+	progress := func(ev apitype.Event) {
+		ev.Attempt, ev.State = la.id, apitype.StateRunning
+		if ev.ElapsedMS == 0 {
+			ev.ElapsedMS = time.Since(start).Milliseconds()
+		}
+		la.publish(ev)
+		phaseMu.Lock()
+		defer phaseMu.Unlock()
+		if phasesClosed || ev.Phase == "" || ev.Phase == lastPhase {
+			return
+		}
+		lastPhase = ev.Phase
+		select {
+		case <-phases: // replaced by the newer phase
+		default:
+		}
+		phases <- ev.Phase
+	}
+
+	var out runs.Outcome
+	task, err := tasks.Find(s.cfg.TasksDir, la.spec.Task)
+	if err == nil {
+		timeout, _ := time.ParseDuration(la.spec.Timeout)
+		out, err = s.engine.Run(ctx, runs.Spec{
+			AttemptID: la.id,
+			Task:      task,
+			Agent:     la.spec.Agent,
+			Timeout:   timeout,
+			Env:       la.env,
+			Gateways:  la.spec.Gateways,
+			Model:     la.spec.Model,
+		}, progress)
+	}
+	phaseMu.Lock()
+	close(phases)
+	phasesClosed = true // a late progress call sends nothing
+	phaseMu.Unlock()
+	phaseWriter.Wait()
+	final := out.Attempt
+	final.ID, final.Run, final.Task, final.Created, final.Started = a.ID, a.Run, a.Task, a.Created, &start
+	if final.Agent.Spec == "" {
+		final.Agent = a.Agent
+	}
+	if final.Agent.Model == "" {
+		final.Agent.Model = a.Agent.Model
+	}
+	if len(final.Agent.Env) == 0 {
+		final.Agent.Env = a.Agent.Env
+	}
+	if final.TaskSHA256 == "" && task != nil {
+		final.TaskSHA256, _ = bundleSHA256(task)
+	}
+	cause := context.Cause(ctx)
+	switch {
+	case err == nil:
+		final.State = apitype.StateDone
+	case errors.Is(cause, errUserCanceled):
+		final.State = apitype.StateCanceled
+	case errors.Is(cause, errShutdown):
+		final.State = apitype.StateInfraError
+		final.InfraError = fmt.Sprintf("%v: %v", errShutdown, err)
+	default:
+		final.State = apitype.StateInfraError
+		final.InfraError = err.Error()
+	}
+	if out.JournalPath != "" {
+		if _, serr := os.Stat(out.JournalPath); serr == nil {
+			head, _, ierr := s.store.IngestJournal(bg, la.id, out.JournalPath)
+			switch {
+			case ierr != nil && final.State == apitype.StateDone:
+				final.State = apitype.StateInfraError
+				final.InfraError = fmt.Sprintf("unable to store the journal: %v", ierr)
+			case ierr != nil:
+				log.Warn("unable to store the journal", "err", ierr)
+			case final.JournalHead == "":
+				final.JournalHead = head
+			}
+		}
+	}
+	if err := s.saveTranscript(bg, la.id, out); err != nil {
+		log.Warn("unable to store the transcript", "err", err)
+	}
+	if final.State != apitype.StateDone {
+		final.Pass, final.Reward = false, 0
+	}
+	if final.Reasons == nil {
+		final.Reasons = []apitype.Reason{}
+	}
+	if final.Changeset == nil {
+		final.Changeset = []apitype.Change{}
+	}
+	now := time.Now().UTC()
+	final.Phase, final.Finished = "", &now
+	if err := s.store.UpdateAttempt(bg, final); err != nil {
+		log.Error("unable to record the end of an attempt", "err", err)
+	}
+	os.Remove(specPath(s.cfg.StateDir, la.id))
+	log.Info("attempt ended", "state", final.State, "pass", final.Pass, "wall_ms", final.WallMS, "infra_error", final.InfraError)
+	s.retire(la, final)
+}
+
+// retire removes la from the live attempts and ends its event streams.
+func (s *server) retire(la *liveAttempt, final apitype.Attempt) {
+	s.mu.Lock()
+	delete(s.live, la.id)
+	s.mu.Unlock()
+	la.finish(final)
+}
+
+// cancel ends a queued or running attempt. A queued one is canceled at
+// once; a running one is stopped and cancel waits until it has ended.
+func (s *server) cancelAttempt(ctx context.Context, id string) (apitype.Attempt, error) {
+	s.mu.Lock()
+	la := s.live[id]
+	queued := false
+	if la != nil {
+		if i := slices.Index(s.queue, id); i >= 0 {
+			s.queue = slices.Delete(s.queue, i, i+1)
+			delete(s.live, id)
+			queued = true
+		} else if la.cancel != nil {
+			la.cancel(errUserCanceled)
+		}
+	}
+	s.mu.Unlock()
+
+	if la == nil {
+		a, err := s.store.GetAttempt(ctx, id)
+		if err != nil {
+			return apitype.Attempt{}, fmt.Errorf("attempt %s: %w", id, err)
+		}
+		return apitype.Attempt{}, fmt.Errorf("attempt %s already ended (%s): %w", id, a.State, errConflict)
+	}
+	if queued {
+		a, err := s.store.GetAttempt(ctx, id)
+		if err != nil {
+			return apitype.Attempt{}, fmt.Errorf("attempt %s: %w", id, err)
+		}
+		a = s.endUnrun(context.WithoutCancel(ctx), a, apitype.StateCanceled, "")
+		la.finish(a)
+		s.log.Info("queued attempt canceled", "attempt", id)
+		return a, nil
+	}
+	select {
+	case <-la.done:
+		_, _, final := la.snapshot()
+		return *final, nil
+	case <-ctx.Done():
+		return apitype.Attempt{}, ctx.Err()
+	}
+}
+
+// counts returns how many attempts are queued and running.
+func (s *server) counts() (queued, running int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, la := range s.live {
+		if la.cancel != nil {
+			running++
+		}
+	}
+	return len(s.queue), running
+}
+
+// liveOf returns the live attempt id, or nil.
+func (s *server) liveOf(id string) *liveAttempt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live[id]
+}

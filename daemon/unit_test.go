@@ -1,0 +1,189 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"benchd.dev/client/apitype"
+	"benchd.dev/daemon/runs"
+	"benchd.dev/daemon/store"
+	"benchd.dev/tasks"
+)
+
+func TestHTTPError(t *testing.T) {
+	cases := []struct {
+		name   string
+		err    error
+		status int
+		code   string
+	}{
+		{"invalid", fmt.Errorf("timeout: %w", errInvalid), 400, apitype.CodeInvalid},
+		{"task invalid", fmt.Errorf("x: %w", tasks.ErrInvalid), 400, apitype.CodeInvalid},
+		{"agent invalid", fmt.Errorf("agent: %w", runs.ErrInvalid), 400, apitype.CodeInvalid},
+		{"invalid beats not found", fmt.Errorf("%w: %w", runs.ErrInvalid, tasks.ErrNotFound), 400, apitype.CodeInvalid},
+		{"not found", fmt.Errorf("run: %w", errNotFound), 404, apitype.CodeNotFound},
+		{"store not found", fmt.Errorf("attempt x: %w", store.ErrNotFound), 404, apitype.CodeNotFound},
+		{"task not found", fmt.Errorf("task: %w", tasks.ErrNotFound), 404, apitype.CodeNotFound},
+		{"conflict", fmt.Errorf("cancel: %w", errConflict), 409, apitype.CodeConflict},
+		{"store conflict", fmt.Errorf("ingest: %w", store.ErrConflict), 409, apitype.CodeConflict},
+		{"too large", fmt.Errorf("body: %w", errTooLarge), 413, apitype.CodeTooLarge},
+		{"max bytes", &http.MaxBytesError{Limit: 10}, 413, apitype.CodeTooLarge},
+		{"forbidden", fmt.Errorf("uid 1: %w", errForbidden), 403, apitype.CodeForbidden},
+		{"busy", fmt.Errorf("run: %w", errBusy), 503, apitype.CodeBusy},
+		{"anything else", errors.New("disk full"), 500, apitype.CodeInternal},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, body := httpError(c.err)
+			if status != c.status || body.Code != c.code {
+				t.Fatalf("got %d %s, want %d %s", status, body.Code, c.status, c.code)
+			}
+			if body.Message != c.err.Error() {
+				t.Fatalf("got message %q, want %q", body.Message, c.err.Error())
+			}
+		})
+	}
+}
+
+func TestDecodeJSON(t *testing.T) {
+	big := `{"task":"` + strings.Repeat("a", apitype.MaxBodyBytes) + `"}`
+	cases := []struct {
+		name string
+		body string
+		want error // nil, errInvalid or errTooLarge
+		msg  string
+	}{
+		{"good", `{"task":"rt-01","agent":"builtin:null"}`, nil, ""},
+		{"good with space", " {\"task\":\"rt-01\"}\n", nil, ""},
+		{"empty", ``, errInvalid, "empty request body"},
+		{"malformed", `{"task":`, errInvalid, "malformed JSON"},
+		{"wrong type", `{"attempts":"three"}`, errInvalid, "malformed JSON"},
+		{"unknown field", `{"task":"rt-01","bogus":1}`, errInvalid, `unknown field "bogus"`},
+		{"trailing data", `{"task":"rt-01"} {"task":"rt-02"}`, errInvalid, "data after"},
+		{"oversized", big, errTooLarge, "over 1048576 bytes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/v1/runs", strings.NewReader(c.body))
+			var req apitype.RunRequest
+			err := decodeJSON(httptest.NewRecorder(), r, &req)
+			switch {
+			case c.want == nil && err != nil:
+				t.Fatalf("got %v, want no error", err)
+			case c.want != nil && !errors.Is(err, c.want):
+				t.Fatalf("got %v, want an error matching %v", err, c.want)
+			case c.want != nil && !strings.Contains(err.Error(), c.msg):
+				t.Fatalf("got %q, want it to say %q", err, c.msg)
+			}
+		})
+	}
+}
+
+// fakeProc writes a /proc/PID/status with uid and groups.
+func fakeProc(t *testing.T, dir string, pid, uid int, groups string) {
+	t.Helper()
+	p := filepath.Join(dir, fmt.Sprint(pid))
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	status := fmt.Sprintf("Name:\tbenchctl\nUmask:\t0022\nState:\tS (sleeping)\nPid:\t%d\nUid:\t%d\t%d\t%d\t%d\nGid:\t100\t100\t100\t100\nFDSize:\t64\nGroups:\t%s\nNStgid:\t%d\n", pid, uid, uid, uid, uid, groups, pid)
+	if err := os.WriteFile(filepath.Join(p, "status"), []byte(status), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAuthorizer(t *testing.T) {
+	proc := t.TempDir()
+	fakeProc(t, proc, 10, 1000, "24 27 990 ")
+	fakeProc(t, proc, 11, 1001, "24 27 ")
+	fakeProc(t, proc, 12, 1002, "")
+	fakeProc(t, proc, 13, 5, "990") // pid reused by another user
+	a := authorizer{Group: "benchd", ProcDir: proc, LookupGID: func(name string) (int, error) {
+		if name == "benchd" {
+			return 990, nil
+		}
+		return 0, errors.New("no such group")
+	}}
+	noGroup := a
+	noGroup.Group = "missing"
+	cases := []struct {
+		name  string
+		auth  authorizer
+		peer  peer
+		allow bool
+	}{
+		{"root", a, peer{PID: 1, UID: 0, GID: 0}, true},
+		{"root without the group", noGroup, peer{PID: 1, UID: 0, GID: 0}, true},
+		{"supplementary member", a, peer{PID: 10, UID: 1000, GID: 100}, true},
+		{"primary group", a, peer{PID: 99, UID: 1003, GID: 990}, true},
+		{"not a member", a, peer{PID: 11, UID: 1001, GID: 100}, false},
+		{"no groups at all", a, peer{PID: 12, UID: 1002, GID: 100}, false},
+		{"process gone", a, peer{PID: 77, UID: 1000, GID: 100}, false},
+		{"status of another uid", a, peer{PID: 13, UID: 1000, GID: 100}, false},
+		{"group missing", noGroup, peer{PID: 10, UID: 1000, GID: 100}, false},
+		{"no credentials", a, peer{Err: errors.New("not a unix socket")}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.auth.allow(c.peer)
+			if got := err == nil; got != c.allow {
+				t.Fatalf("got allowed=%v (%v), want %v", got, err, c.allow)
+			}
+			if err != nil && !errors.Is(err, errForbidden) {
+				t.Fatalf("got %v, want an error matching errForbidden", err)
+			}
+		})
+	}
+}
+
+func TestProcCredsMalformed(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct{ name, status string }{
+		{"no uid", "Name:\tx\nGroups:\t1 2\n"},
+		{"bad uid", "Uid:\tx\t0\t0\t0\n"},
+		{"bad groups", "Uid:\t5\t5\t5\t5\nGroups:\t1 two\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(dir, c.name)
+			os.WriteFile(p, []byte(c.status), 0o644)
+			if uid, groups, err := procCreds(p); err == nil {
+				t.Fatalf("got uid %d groups %v, want an error", uid, groups)
+			}
+		})
+	}
+}
+
+func TestSameVerdict(t *testing.T) {
+	r := func(codes ...string) []apitype.Reason {
+		var rs []apitype.Reason
+		for _, c := range codes {
+			rs = append(rs, apitype.Reason{Code: c, Message: "m " + c})
+		}
+		return rs
+	}
+	cases := []struct {
+		name string
+		a, b apitype.Verdict
+		same bool
+	}{
+		{"equal pass", apitype.Verdict{Pass: true, Reward: 1, Reasons: r("pass")}, apitype.Verdict{Pass: true, Reward: 1, Reasons: r("pass")}, true},
+		{"reason order", apitype.Verdict{Reasons: r("a", "b")}, apitype.Verdict{Reasons: r("b", "a")}, true},
+		{"pass differs", apitype.Verdict{Pass: true, Reward: 1}, apitype.Verdict{Pass: false, Reward: 1}, false},
+		{"reward differs", apitype.Verdict{Reward: 1}, apitype.Verdict{Reward: 0}, false},
+		{"codes differ", apitype.Verdict{Reasons: r("tests_failed")}, apitype.Verdict{Reasons: r("edit_violation")}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := sameVerdict(c.a, c.b); got != c.same {
+				t.Fatalf("got %v, want %v", got, c.same)
+			}
+		})
+	}
+}
