@@ -3,12 +3,16 @@ package fsmon
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
 
 	"benchd.dev/fsmon/journal"
 )
@@ -43,11 +47,11 @@ type handle struct {
 	captured bool
 }
 
-func (v *View) newHandle(ctx context.Context, lf *gofs.LoopbackFile, in *gofs.Inode, d journal.Decision) *handle {
-	h := &handle{LoopbackFile: lf, v: v, inode: in, decision: d}
-	var r journal.Record
-	who(ctx, &r)
-	h.pid, h.uid, h.comm = r.PID, r.UID, r.Comm
+// newHandle wraps a file just opened for writing; opened is the record
+// of the open (or create), which names the opener and the decision.
+func (v *View) newHandle(lf *gofs.LoopbackFile, in *gofs.Inode, opened journal.Record) *handle {
+	h := &handle{LoopbackFile: lf, v: v, inode: in, decision: opened.Decision}
+	h.pid, h.uid, h.comm = opened.PID, opened.UID, opened.Comm
 	v.mu.Lock()
 	v.open[h] = struct{}{}
 	v.mu.Unlock()
@@ -85,7 +89,7 @@ func (h *handle) decide(p string) journal.Decision {
 }
 
 func (h *handle) record(ctx context.Context, r journal.Record, errno syscall.Errno) {
-	who(ctx, &r)
+	h.v.who(ctx, &r)
 	if r.PID == 0 {
 		r.PID, r.UID, r.Comm = h.pid, h.uid, h.comm
 	}
@@ -128,6 +132,11 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 // release record with its hash, once per handle. A file unlinked while
 // open is recorded with no path. atUnmount marks the capture of a file
 // still open when the view is unmounted (Flags 1).
+//
+// The path is read after the content, from the backing descriptor and
+// under View.renameMu, so that the record names the file as it is
+// named at the record's place in the journal even when a rename races
+// with the release (the kernel sends RELEASE after close returns).
 func (h *handle) capture(ctx context.Context, atUnmount bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -135,30 +144,96 @@ func (h *handle) capture(ctx context.Context, atUnmount bool) {
 		return
 	}
 	h.captured = true
-	rec := journal.Record{Op: journal.OpRelease, Path: h.path()}
+	rec := journal.Record{Op: journal.OpRelease}
 	if atUnmount {
 		rec.Flags = 1
 	}
 	fd, ok := h.LoopbackFile.PassthroughFd()
 	if !ok {
+		rec.Path = h.path()
 		h.record(ctx, rec, syscall.EBADF)
 		return
 	}
-	// Reopen through /proc: the descriptor may be write-only.
-	f, err := os.Open("/proc/self/fd/" + strconv.Itoa(fd))
-	if err != nil {
-		h.record(ctx, rec, errnoOf(err))
-		return
-	}
-	defer f.Close()
-	sum, size, err := h.v.cfg.Journal.Blobs().Put(f)
-	if err != nil {
-		h.v.log.Error("unable to capture content", "path", rec.Path, "err", err)
-		h.record(ctx, rec, syscall.EIO)
+	sum, size, errno := h.store(fd)
+	h.v.renameMu.RLock()
+	defer h.v.renameMu.RUnlock()
+	rec.Path = h.pathOf(fd)
+	if errno != 0 {
+		h.record(ctx, rec, errno)
 		return
 	}
 	rec.SHA256, rec.Size = sum, size
 	h.record(ctx, rec, 0)
+}
+
+// smallBlob is the largest content that capture reads into memory.
+const smallBlob = 1 << 20
+
+// store puts the content of the backing file open at fd into the blob
+// store. Content up to smallBlob is read into memory and written only
+// when the store lacks its blob: most releases are of content stored
+// before (the snapshot at mount holds every initial file, and a build or
+// test run rewrites many files unchanged). Larger content is streamed.
+func (h *handle) store(fd int) (string, int64, syscall.Errno) {
+	// Reopen through /proc: the descriptor may be write-only.
+	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", 0, errnoOf(err)
+	}
+	f := os.NewFile(uintptr(rfd), "blob")
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(rfd, &st); err != nil {
+		return "", 0, errnoOf(err)
+	}
+	blobs := h.v.cfg.Journal.Blobs()
+	if st.Size <= smallBlob {
+		// One byte more than the size: a file that grew since is
+		// streamed.
+		buf := make([]byte, max(st.Size, 0)+1)
+		n, err := io.ReadFull(f, buf)
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			sum, err := blobs.PutBytes(buf[:n])
+			if err != nil {
+				h.v.log.Error("unable to capture content", "err", err)
+				return "", 0, syscall.EIO
+			}
+			return sum, int64(n), 0
+		case err != nil:
+			return "", 0, errnoOf(err)
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return "", 0, errnoOf(err)
+		}
+	}
+	sum, size, err := blobs.Put(f)
+	if err != nil {
+		h.v.log.Error("unable to capture content", "err", err)
+		return "", 0, syscall.EIO
+	}
+	return sum, size, 0
+}
+
+// pathOf is the current path, relative to the workspace, of the backing
+// file open at fd: the kernel's name for the descriptor, which a rename
+// changes at once (fsmon's tree follows only after the RENAME reply).
+// It is "" for a file with no name left.
+func (h *handle) pathOf(fd int) string {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err == nil && st.Nlink == 0 {
+		return ""
+	}
+	target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil || strings.HasSuffix(target, " (deleted)") {
+		// The name opened was removed but another link remains.
+		return h.path()
+	}
+	rel, ok := strings.CutPrefix(target, h.v.backingReal+"/")
+	if !ok {
+		return h.path()
+	}
+	return filepath.ToSlash(rel)
 }
 
 func errnoOf(err error) syscall.Errno {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -42,7 +43,6 @@ var (
 	_ gofs.NodeCopyFileRanger = (*node)(nil)
 	_ gofs.NodeFlusher        = (*node)(nil)
 	_ gofs.NodeTmpfiler       = (*node)(nil)
-	_ gofs.NodeOpendirHandler = (*node)(nil)
 )
 
 func (n *node) WrapChild(ctx context.Context, ops gofs.InodeEmbedder) gofs.InodeEmbedder {
@@ -88,38 +88,99 @@ func (v *View) relOf(in *gofs.Inode) (string, bool) {
 // calling thread; the record names its process (the thread group) and
 // the thread's command name, both read from /proc when the request
 // arrives.
-func who(ctx context.Context, r *journal.Record) {
+func (v *View) who(ctx context.Context, r *journal.Record) {
 	c, ok := fuse.FromContext(ctx)
 	if !ok {
 		return
 	}
 	r.UID = c.Uid
-	r.PID, r.Comm = process(c.Pid)
+	r.PID, r.Comm = v.callers.process(c.Pid)
 }
+
+// callers maps thread ids to processes. A journaled operation reads the
+// caller's /proc/TID/stat (its command name and start time) and looks
+// its thread group up here by thread id and start time, which together
+// name one thread for the life of the system; only a thread not seen
+// before costs a read of /proc/TID/status, which formats the whole
+// memory and capability state and is about three times as slow.
+type callers struct {
+	mu   sync.Mutex
+	tgid map[callerKey]uint32
+}
+
+type callerKey struct {
+	tid   uint32
+	start uint64 // clock ticks after boot
+}
+
+// maxCallers bounds the table; it is emptied when full.
+const maxCallers = 4096
 
 // process maps a thread id to its process id and command name. A thread
 // that is gone keeps its id and gets no name.
-func process(tid uint32) (uint32, string) {
+func (c *callers) process(tid uint32) (uint32, string) {
 	if tid == 0 {
 		return 0, ""
 	}
-	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
+	dir := "/proc/" + strconv.FormatUint(uint64(tid), 10)
+	b, err := os.ReadFile(dir + "/stat")
 	if err != nil {
 		return tid, ""
 	}
-	pid, name := tid, ""
+	name, start, ok := parseStat(b)
+	if !ok {
+		return tid, ""
+	}
+	key := callerKey{tid, start}
+	c.mu.Lock()
+	pid, ok := c.tgid[key]
+	c.mu.Unlock()
+	if ok {
+		return pid, name
+	}
+	b, err = os.ReadFile(dir + "/status")
+	if err != nil {
+		return tid, name
+	}
+	pid, found := tid, false
 	for _, line := range strings.SplitN(string(b), "\n", 8) {
-		k, v, _ := strings.Cut(line, ":")
-		switch k {
-		case "Name":
-			name = strings.TrimSpace(v)
-		case "Tgid":
+		if k, v, _ := strings.Cut(line, ":"); k == "Tgid" {
 			if n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
-				pid = uint32(n)
+				pid, found = uint32(n), true
 			}
 		}
 	}
+	if found {
+		c.mu.Lock()
+		if c.tgid == nil || len(c.tgid) >= maxCallers {
+			c.tgid = make(map[callerKey]uint32)
+		}
+		c.tgid[key] = pid
+		c.mu.Unlock()
+	}
 	return pid, name
+}
+
+// parseStat returns the command name (field 2) and start time (field
+// 22) of a /proc/TID/stat line. The name is in parentheses and may hold
+// spaces and parentheses itself, so the fields after it are found from
+// the last ')'.
+func parseStat(b []byte) (name string, start uint64, ok bool) {
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return "", 0, false
+	}
+	// After ") ": state is field 3, so start time is the 20th field.
+	fields := strings.Fields(s[end+1:])
+	if len(fields) < 20 {
+		return "", 0, false
+	}
+	start, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return s[open+1 : end], start, true
 }
 
 func result(errno syscall.Errno) string {
@@ -132,11 +193,13 @@ func result(errno syscall.Errno) string {
 	return "errno " + strconv.Itoa(int(errno))
 }
 
-// record stamps the caller and result and appends r.
-func (n *node) record(ctx context.Context, r journal.Record, errno syscall.Errno) {
-	who(ctx, &r)
+// record stamps the caller and result, appends r and returns it as
+// stamped.
+func (n *node) record(ctx context.Context, r journal.Record, errno syscall.Errno) journal.Record {
+	n.v.who(ctx, &r)
 	r.Result = result(errno)
 	n.v.append(r)
+	return r
 }
 
 // refuse journals r as denied with errno and returns errno.
@@ -178,11 +241,11 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	ch, fh, ff, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
 	rec.Decision = d
-	n.record(ctx, rec, errno)
+	rec = n.record(ctx, rec, errno)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	return ch, n.v.newHandle(ctx, fh.(*gofs.LoopbackFile), ch, d), ff, 0
+	return ch, n.v.newHandle(fh.(*gofs.LoopbackFile), ch, rec), ff, 0
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
@@ -192,7 +255,10 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		if errno != 0 {
 			return nil, 0, errno
 		}
-		return &readHandle{fh.(*gofs.LoopbackFile)}, ff, 0
+		// Keep the page cache (it matters without passthrough, in
+		// writes mode): every write to the file goes through this
+		// kernel, which keeps the cache current.
+		return &readHandle{fh.(*gofs.LoopbackFile)}, ff | fuse.FOPEN_KEEP_CACHE, 0
 	}
 	rec := journal.Record{Op: journal.OpOpen, Path: n.rel(), Flags: flags}
 	d, errno := n.check(rec.Path)
@@ -201,22 +267,15 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	}
 	fh, ff, errno := n.LoopbackNode.Open(ctx, flags)
 	rec.Decision = d
-	n.record(ctx, rec, errno)
+	rec = n.record(ctx, rec, errno)
 	if errno != 0 {
 		return nil, 0, errno
 	}
 	if flags&syscall.O_TRUNC != 0 {
-		n.record(ctx, journal.Record{Op: journal.OpTruncate, Path: rec.Path, Decision: d}, 0)
+		tr := journal.Record{Op: journal.OpTruncate, Path: rec.Path, Decision: d, PID: rec.PID, UID: rec.UID, Comm: rec.Comm, Result: "ok"}
+		n.v.append(tr)
 	}
-	return n.v.newHandle(ctx, fh.(*gofs.LoopbackFile), n.EmbeddedInode(), d), ff, 0
-}
-
-// OpendirHandle lets the kernel cache directory listings: fsmon is the
-// only writer of the backing tree, and every change it makes goes
-// through the kernel, which invalidates the cache itself.
-func (n *node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	fh, _, errno := n.LoopbackNode.OpendirHandle(ctx, flags)
-	return fh, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, errno
+	return n.v.newHandle(fh.(*gofs.LoopbackFile), n.EmbeddedInode(), rec), ff, 0
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -266,6 +325,8 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if errno != 0 {
 		return n.refuse(ctx, rec, errno)
 	}
+	n.v.renameMu.Lock()
+	defer n.v.renameMu.Unlock()
 	errno = n.LoopbackNode.Unlink(ctx, name)
 	rec.Decision = d
 	n.record(ctx, rec, errno)
@@ -301,6 +362,8 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if errno != 0 {
 		return n.refuse(ctx, rec, errno)
 	}
+	n.v.renameMu.Lock()
+	defer n.v.renameMu.Unlock()
 	errno = n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
 	rec.Decision = d
 	n.record(ctx, rec, errno)
@@ -389,21 +452,41 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		recs = append(recs, journal.Record{Op: journal.OpUtimens, Path: p})
 	}
 	if len(recs) == 0 {
-		return n.LoopbackNode.Setattr(ctx, unwrap(f), in, out)
+		return n.setattr(ctx, f, in, out)
 	}
 	d, errno := n.check(p)
 	if errno != 0 {
-		for _, r := range recs {
-			n.refuse(ctx, r, errno)
-		}
+		n.recordAll(ctx, recs, journal.Denied, errno)
 		return errno
 	}
-	errno = n.LoopbackNode.Setattr(ctx, unwrap(f), in, out)
-	for _, r := range recs {
-		r.Decision = d
-		n.record(ctx, r, errno)
+	errno = n.setattr(ctx, f, in, out)
+	n.recordAll(ctx, recs, d, errno)
+	return errno
+}
+
+// setattr performs a setattr. The bridge leaves the attribute timeout of
+// the reply at zero, which would make the next stat of the file a
+// GETATTR round trip (after every utimensat of tar, for one); fsmon is
+// the only writer, so the reply is cached as long as a lookup's.
+func (n *node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	errno := n.LoopbackNode.Setattr(ctx, unwrap(f), in, out)
+	if errno == 0 {
+		out.SetTimeout(n.v.cfg.CacheTimeout)
 	}
 	return errno
+}
+
+// recordAll journals the records of one operation with decision d and
+// the result of errno; the caller is read once for all of them.
+func (n *node) recordAll(ctx context.Context, recs []journal.Record, d journal.Decision, errno syscall.Errno) {
+	var caller journal.Record
+	n.v.who(ctx, &caller)
+	for _, r := range recs {
+		r.Decision = d
+		r.PID, r.UID, r.Comm = caller.PID, caller.UID, caller.Comm
+		r.Result = result(errno)
+		n.v.append(r)
+	}
 }
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
