@@ -100,6 +100,8 @@ var allowed = map[string][]string{
 	"internal/testenv":   {},
 	"cmd/benchd-bench":   {"*"},
 	"internal/modelfake": {},
+	"agents":             {},
+	"e2e/agents":         {},
 }
 
 func TestImportLayers(t *testing.T) {

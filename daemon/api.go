@@ -140,12 +140,12 @@ func (s *server) validate(req apitype.RunRequest) (submitted, error) {
 	if len(req.Model) > 256 {
 		return sub, fmt.Errorf("model name longer than 256 bytes: %w", errInvalid)
 	}
-	ident, err := s.engine.ResolveAgent(req.Agent, task)
+	// CheckAgent also checks what a preset needs (its gateway, its key
+	// variable) and keeps a preset's default model in the identity.
+	ident, err := s.engine.CheckAgent(runs.Spec{Task: task, Agent: req.Agent, Env: req.Env, Gateways: req.Gateways, Model: req.Model})
 	if err != nil {
 		return sub, fmt.Errorf("agent %q: %w", req.Agent, err)
 	}
-	ident.Model = req.Model
-	ident.Env = names
 	sub.task, sub.identity, sub.env = task, ident, req.Env
 	sub.spec = queuedSpec{
 		Task: task.ID, Agent: req.Agent, Timeout: timeout.String(),

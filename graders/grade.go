@@ -118,7 +118,7 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		reasons = append(reasons, Reason{CodeAgentExit, fmt.Sprintf("the agent exited with status %d, not 0", *in.AgentExit)})
 	}
 	if in.TimedOut {
-		reasons = append(reasons, Reason{CodeTimeout, fmt.Sprintf("the agent hit its %s time limit: a timeout fails with no partial credit", in.Task.AgentTimeout)})
+		reasons = append(reasons, Reason{CodeTimeout, "the agent hit its time limit and was killed: a timeout fails with no partial credit"})
 	}
 	if bad := deniedChanges(in.Task.Policy, in.Changeset); len(bad) > 0 {
 		reasons = append(reasons, Reason{CodeWrongFiles, fmt.Sprintf("changed files the task does not allow (allowed: %s): %s",

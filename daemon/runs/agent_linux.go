@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"benchd.dev/agents"
 	"benchd.dev/client/apitype"
 	"benchd.dev/fsmon/journal"
+	"benchd.dev/sandbox"
 	"benchd.dev/tasks"
 )
 
@@ -38,9 +40,11 @@ const agentPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 type agent struct {
 	id      apitype.AgentIdentity
 	builtin bool
-	overlay string   // built-ins: the overlay directory ("" for null)
-	deletes []string // built-ins: paths the overlay removes
-	argv    []string // commands: argv[0] is the resolved executable
+	overlay string         // built-ins: the overlay directory ("" for null)
+	deletes []string       // built-ins: paths the overlay removes
+	argv    []string       // commands: argv[0] is the resolved executable
+	env     []string       // presets: their environment, NAME=VALUE
+	files   []sandbox.File // presets: files written into $HOME
 }
 
 // ResolveAgent checks an agent spec against a task and returns its
@@ -48,13 +52,35 @@ type agent struct {
 // attempt the task does not have, an empty or malformed command line, or
 // a command that does not exist is an error wrapping ErrInvalid.
 func (e *Engine) ResolveAgent(spec string, task *tasks.Task) (apitype.AgentIdentity, error) {
-	a, err := resolveAgent(spec, task, nil)
+	a, err := resolveAgent(spec, task, nil, nil)
 	return a.id, err
 }
 
+// CheckAgent is ResolveAgent with what a run gives an agent preset (its
+// model, gateways and variable names), so that a preset's needs, its
+// gateway and its API key variable, are checked before the attempt is
+// queued. For other agents it is ResolveAgent.
+func (e *Engine) CheckAgent(spec Spec) (apitype.AgentIdentity, error) {
+	names := make([]string, 0, len(spec.Env))
+	for _, v := range spec.Env {
+		names = append(names, v.Name)
+	}
+	a, err := resolveAgent(spec.Agent, spec.Task, nil, &agents.Input{Model: spec.Model, Gateways: spec.Gateways, EnvNames: names, Home: sandbox.DefaultHome})
+	if err != nil {
+		return apitype.AgentIdentity{}, err
+	}
+	if a.id.Model == "" {
+		a.id.Model = spec.Model
+	}
+	a.id.Env = names
+	return a.id, nil
+}
+
 // resolveAgent resolves spec. env is the agent's environment (its PATH,
-// if any, is used to find the command).
-func resolveAgent(spec string, task *tasks.Task, env []string) (agent, error) {
+// if any, is used to find the command). A spec that names an agent
+// preset (package agents) is resolved with in: the model, gateways and
+// variable names of the run; nil only checks that it is installed.
+func resolveAgent(spec string, task *tasks.Task, env []string, in *agents.Input) (agent, error) {
 	if task == nil {
 		return agent{}, fmt.Errorf("%w: no task", ErrInvalid)
 	}
@@ -88,6 +114,12 @@ func resolveAgent(spec string, task *tasks.Task, env []string) (agent, error) {
 		return a, nil
 	}
 
+	if p, err := agents.Find(spec, agents.DefaultDirs()); err == nil {
+		return presetAgent(p, in)
+	} else if !errors.Is(err, agents.ErrNotFound) {
+		return agent{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+
 	argv, err := splitCommand(spec)
 	if err != nil {
 		return agent{}, fmt.Errorf("%w: agent %q: %w", ErrInvalid, spec, err)
@@ -111,6 +143,45 @@ func resolveAgent(spec string, task *tasks.Task, env []string) (agent, error) {
 	}
 	id.Exe, id.SHA256, id.Args = exe, sum, argv[1:]
 	return agent{id: id, argv: append([]string{exe}, argv[1:]...)}, nil
+}
+
+// presetAgent resolves an agent preset. Its identity is the preset's
+// name, the SHA-256 of its real executable (agents.Preset.Executable),
+// the whole command line it builds and the model. With in nil only the
+// executable is checked (for ResolveAgent, before a run has its gateways).
+func presetAgent(p *agents.Preset, in *agents.Input) (agent, error) {
+	var argv []string
+	var c agents.Command
+	if in == nil {
+		exe, err := p.ExecutablePath("")
+		if err != nil {
+			return agent{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		argv, c.Model = append([]string{exe}, p.Command[1:]...), p.Model
+		if exe == "" {
+			argv[0] = p.Command[0]
+		}
+	} else {
+		var err error
+		if c, err = p.Resolve(*in); err != nil {
+			return agent{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		argv = c.Argv
+	}
+	exe, err := lookPath(argv[0], agentPath)
+	if err != nil {
+		return agent{}, fmt.Errorf("%w: agent %s: %w", ErrInvalid, p.Name, err)
+	}
+	sum, err := fileHash(exe)
+	if err != nil {
+		return agent{}, fmt.Errorf("%w: agent %s: %w", ErrInvalid, p.Name, err)
+	}
+	a := agent{id: apitype.AgentIdentity{Spec: p.Name, Exe: exe, SHA256: sum, Args: argv[1:], Model: c.Model},
+		argv: append([]string{exe}, argv[1:]...), env: c.Env}
+	for _, f := range c.Files {
+		a.files = append(a.files, sandbox.File{Path: f.Path, Data: f.Data, Mode: 0o444})
+	}
+	return a, nil
 }
 
 // lookPath finds name as execve would inside the sandbox, whose / is the

@@ -11,15 +11,18 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"benchd.dev/agents"
 	"benchd.dev/client/apitype"
 	"benchd.dev/confine"
 	"benchd.dev/fsmon"
 	"benchd.dev/fsmon/journal"
 	"benchd.dev/graders"
 	"benchd.dev/netns"
+	"benchd.dev/sandbox"
 	"benchd.dev/tasks"
 )
 
@@ -222,11 +225,15 @@ func (e *Engine) runAgent(ctx context.Context, spec Spec, progress func(apitype.
 	if err != nil {
 		return Outcome{}, nil, nil, err
 	}
-	ag, err := resolveAgent(spec.Agent, task, env)
+	ag, err := resolveAgent(spec.Agent, task, env, &agents.Input{Model: spec.Model, Gateways: spec.Gateways, EnvNames: envNames, Home: sandbox.DefaultHome})
 	if err != nil {
 		return Outcome{}, nil, nil, err
 	}
-	ag.id.Model, ag.id.Env = spec.Model, envNames
+	if ag.id.Model == "" { // a preset names its model itself
+		ag.id.Model = spec.Model
+	}
+	ag.id.Env = envNames
+	env = presetEnv(env, ag.env)
 	gws, err := parseGateways(spec.Gateways)
 	if err != nil {
 		return Outcome{}, nil, nil, err
@@ -317,6 +324,7 @@ func (e *Engine) runAgent(ctx context.Context, spec Spec, progress func(apitype.
 			MemoryMax:    int64(task.MemoryMB) << 20,
 			Network:      netMode,
 			Gateways:     gws,
+			Files:        ag.files,
 			StdoutPath:   out.StdoutPath,
 			StderrPath:   out.StderrPath,
 			Name:         spec.AttemptID,
@@ -583,6 +591,22 @@ func agentEnv(vars []apitype.EnvVar) ([]string, []string, error) {
 	}
 	env = append(env, "BENCH_PLAN="+PlanPath)
 	return env, names, nil
+}
+
+// presetEnv adds a preset's variables to env, unless the caller passed
+// the same name.
+func presetEnv(env, preset []string) []string {
+	have := map[string]bool{}
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		have[name] = true
+	}
+	for _, kv := range preset {
+		if name, _, _ := strings.Cut(kv, "="); !have[name] {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // parseGateways parses NAME=HOST:PORT specs.

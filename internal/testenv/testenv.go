@@ -32,7 +32,14 @@ const (
 	Bindfs     Feature = "bindfs"
 	Bubblewrap Feature = "bwrap"
 	Chromium   Feature = "chromium" // Debian's /usr/bin/chromium, for headless page tests
+	// NodeAgents: the agent CLIs codex, claude and qwen installed by
+	// scripts/setup-agents under AgentsPrefix, and node to run qwen.
+	NodeAgents Feature = "node-agents"
 )
+
+// AgentsPrefix is where scripts/setup-agents installs the agent CLIs
+// (agents.DefaultPrefix).
+const AgentsPrefix = "/opt/benchd-agents"
 
 var (
 	mu    sync.Mutex
@@ -119,6 +126,21 @@ func probe(f Feature) error {
 	case Chromium:
 		if _, err := os.Stat("/usr/bin/chromium"); err != nil {
 			return fmt.Errorf("Debian's chromium is not installed: %w", err)
+		}
+		return nil
+	case NodeAgents:
+		if _, err := exec.LookPath("node"); err != nil {
+			return fmt.Errorf("node is not installed: %w", err)
+		}
+		for _, cli := range []string{"codex", "claude", "qwen"} {
+			p := AgentsPrefix + "/node_modules/.bin/" + cli
+			fi, err := os.Stat(p)
+			if err != nil {
+				return fmt.Errorf("%s is not installed (run scripts/setup-agents): %w", cli, err)
+			}
+			if fi.Mode().Perm()&0o111 == 0 {
+				return fmt.Errorf("%s is not executable", p)
+			}
 		}
 		return nil
 	case Bindfs, Bubblewrap:

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// addrWriter records what is written and hands the first line over.
+type addrWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	lines chan string
+}
+
+func (w *addrWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if i := bytes.IndexByte(w.buf.Bytes(), '\n'); i >= 0 && w.lines != nil {
+		w.lines <- w.buf.String()[:i]
+		w.lines = nil
+	}
+	return len(p), nil
+}
+
+func TestModelReplay(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "s.json")
+	if err := os.WriteFile(script, []byte(`{"steps":[{"shell":"ls"},{"final":"done here"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(dir, "log.jsonl")
+	stderr := &addrWriter{lines: make(chan string, 1)}
+	c := &CLI{Stdout: io.Discard, Stderr: stderr}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- c.Run(ctx, []string{"model-replay", "--script", script, "--listen", "127.0.0.1:0", "--log", logFile})
+	}()
+	var line string
+	select {
+	case line = <-stderr.lines:
+	case code := <-done:
+		t.Fatalf("model-replay exited %d: %s", code, stderr.buf.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("model-replay printed no address")
+	}
+	url, ok := strings.CutPrefix(line, "benchctl model-replay: listening on ")
+	if !ok {
+		t.Fatalf("got %q, want the address line", line)
+	}
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"bash","parameters":{"properties":{"command":{"type":"string"}}}}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls []struct {
+					Function struct{ Name, Arguments string }
+				} `json:"tool_calls"`
+			}
+		}
+	}
+	err = json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if err != nil || len(body.Choices) != 1 || len(body.Choices[0].Message.ToolCalls) != 1 {
+		t.Fatalf("got %+v, %v; want one tool call", body, err)
+	}
+	if got := body.Choices[0].Message.ToolCalls[0].Function; got.Name != "bash" || got.Arguments != `{"command":"ls"}` {
+		t.Errorf("got call %+v, want bash ls", got)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("exit status after cancel: got %d, want 0", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("model-replay did not stop")
+	}
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n != 1 || !strings.Contains(string(b), `"answer":"tool:bash"`) {
+		t.Errorf("log: got %q, want one line answering tool:bash", b)
+	}
+}
+
+func TestModelReplayErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"steps":[]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no script", []string{"model-replay"}, "missing --script"},
+		{"bad script", []string{"model-replay", "--script", bad}, "no steps"},
+		{"missing file", []string{"model-replay", "--script", filepath.Join(dir, "nope.json")}, "no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			c := &CLI{Stdout: io.Discard, Stderr: &stderr}
+			if code := c.Run(context.Background(), tc.args); code != exitError {
+				t.Errorf("exit status: got %d, want %d", code, exitError)
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("stderr %q lacks %q", stderr.String(), tc.want)
+			}
+		})
+	}
+}
