@@ -1,6 +1,7 @@
 package confine
 
 import (
+	"benchd.dev/internal/undo"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -37,7 +38,7 @@ type Job struct {
 	group *limits.Group
 	ns    *netns.Namespace
 	sb    *sandbox.Sandbox
-	undo  undoStack
+	undo  undo.Stack
 
 	waitOnce sync.Once
 }
@@ -79,7 +80,7 @@ func Start(ctx context.Context, spec Spec) (_ *Job, retErr error) {
 	j := &Job{spec: spec, log: spec.Logger.With("component", "confine", "job", spec.Name)}
 	defer func() {
 		if retErr != nil {
-			if err := j.undo.run(); err != nil {
+			if err := j.undo.Run(); err != nil {
 				j.log.Warn("undoing a failed start", "err", err)
 			}
 		}
@@ -96,7 +97,7 @@ func Start(ctx context.Context, spec Spec) (_ *Job, retErr error) {
 		return nil, fmt.Errorf("unable to make the cgroup: %w", err)
 	}
 	j.group = g
-	j.undo.push("remove cgroup", func() error {
+	j.undo.Push("remove cgroup", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), teardownTimeout)
 		defer cancel()
 		return g.Close(ctx)
@@ -114,7 +115,7 @@ func Start(ctx context.Context, spec Spec) (_ *Job, retErr error) {
 		return nil, fmt.Errorf("unable to make the network namespace: %w", err)
 	}
 	j.ns = n
-	j.undo.push("close network namespace", n.Close)
+	j.undo.Push("close network namespace", n.Close)
 
 	files := append([]sandbox.File{
 		{Path: "/etc/hosts", Data: n.Hosts()},
@@ -185,7 +186,7 @@ func (j *Job) Wait(ctx context.Context) (Result, error) {
 			Stdout:   sr.Stdout,
 			Stderr:   sr.Stderr,
 		}
-		if err := j.undo.run(); err != nil {
+		if err := j.undo.Run(); err != nil {
 			errs = append(errs, fmt.Errorf("unable to tear down: %w", err))
 		}
 		// Both readings are final once closed.
@@ -292,36 +293,4 @@ func deadOwners(parent string) ([]int, error) {
 		}
 	}
 	return out, nil
-}
-
-// undoStack holds the undo steps of a set-up; run undoes them in
-// reverse order, once each, and joins their errors.
-type undoStack struct {
-	mu    sync.Mutex
-	steps []undoStep
-}
-
-type undoStep struct {
-	what string
-	fn   func() error
-}
-
-func (u *undoStack) push(what string, fn func() error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.steps = append(u.steps, undoStep{what, fn})
-}
-
-func (u *undoStack) run() error {
-	u.mu.Lock()
-	steps := u.steps
-	u.steps = nil
-	u.mu.Unlock()
-	var errs []error
-	for i := len(steps) - 1; i >= 0; i-- {
-		if err := steps[i].fn(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", steps[i].what, err))
-		}
-	}
-	return errors.Join(errs...)
 }

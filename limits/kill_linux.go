@@ -79,9 +79,16 @@ func killAll(ctx context.Context, log *slog.Logger, hs []hier) error {
 	return nil
 }
 
+// freezeWait bounds how long freezeKill waits for a group to freeze; a
+// group that stays FREEZING (a task the freezer cannot stop yet) is
+// thawed and its processes are signalled one by one instead.
+const freezeWait = 500 * time.Millisecond
+
 // freezeKill freezes a v1 freezer group, sends SIGKILL to each of its
 // processes while none can fork, and thaws it so the signals are taken.
 func freezeKill(ctx context.Context, h *hier) error {
+	ctx, cancel := context.WithTimeout(ctx, freezeWait)
+	defer cancel()
 	state := h.file("freezer.state")
 	if err := writeFile(state, "FROZEN"); err != nil {
 		return err

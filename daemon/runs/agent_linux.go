@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,7 +136,7 @@ func resolveAgent(spec string, task *tasks.Task, env []string, in *agents.Input)
 	if err != nil {
 		return agent{}, fmt.Errorf("%w: agent command %q: %w", ErrInvalid, argv[0], err)
 	}
-	sum, err := fileHash(exe)
+	sum, err := journal.HashFile(exe)
 	if err != nil {
 		return agent{}, fmt.Errorf("%w: agent command %q: %w", ErrInvalid, argv[0], err)
 	}
@@ -172,7 +171,7 @@ func presetAgent(p *agents.Preset, in *agents.Input) (agent, error) {
 	if err != nil {
 		return agent{}, fmt.Errorf("%w: agent %s: %w", ErrInvalid, p.Name, err)
 	}
-	sum, err := fileHash(exe)
+	sum, err := journal.HashFile(exe)
 	if err != nil {
 		return agent{}, fmt.Errorf("%w: agent %s: %w", ErrInvalid, p.Name, err)
 	}
@@ -222,19 +221,6 @@ func executable(p string) error {
 		return fmt.Errorf("%s is not executable", p)
 	}
 	return nil
-}
-
-func fileHash(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // overlayHash identifies a built-in: the SHA-256 of the overlay tree's

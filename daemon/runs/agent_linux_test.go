@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"benchd.dev/fsmon/journal"
 	"errors"
 	"os"
 	"path/filepath"
@@ -86,7 +87,7 @@ func TestResolveAgent(t *testing.T) {
 		{"reference as attempt", apitype.AgentAttemptPrefix + "reference", true, nil},
 		{"unknown builtin", "builtin:magic", true, nil},
 		{"script", script + " --plan {plan}", false, func(t *testing.T, id apitype.AgentIdentity) {
-			sum, _ := fileHash(script)
+			sum, _ := journal.HashFile(script)
 			if id.Exe != script || id.SHA256 != sum || !slices.Equal(id.Args, []string{"--plan", "{plan}"}) {
 				t.Errorf("got %+v, want the script, its hash and its args", id)
 			}

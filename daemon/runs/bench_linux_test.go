@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"benchd.dev/internal/undo"
 	"context"
 	"fmt"
 	"os"
@@ -34,16 +35,16 @@ func BenchmarkAttemptOverhead(b *testing.B) {
 			var totals []time.Duration
 			b.ResetTimer()
 			for i := range b.N {
-				var undo undoStack
+				var undos undo.Stack
 				t0 := time.Now()
 				id := fmt.Sprintf("o%d", i)
-				out, _, r, err := e.runAgent(ctx, Spec{AttemptID: id, Task: task, Agent: agent}, nil, &undo)
+				out, _, r, err := e.runAgent(ctx, Spec{AttemptID: id, Task: task, Agent: agent}, nil, &undos)
 				if err != nil {
 					b.Fatal(err)
 				}
 				r.enter("")
 				t1 := time.Now()
-				if err := undo.run(); err != nil {
+				if err := undos.Run(); err != nil {
 					b.Fatal(err)
 				}
 				t2 := time.Now()

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"benchd.dev/internal/undo"
 	"context"
 	"errors"
 	"fmt"
@@ -178,16 +179,16 @@ func (r *attemptRun) enter(phase string) {
 // every 250 ms while the agent runs. An error is an infra error (or the
 // cancellation of ctx): the attempt must not be scored.
 func (e *Engine) Run(ctx context.Context, spec Spec, progress func(apitype.Event)) (_ Outcome, retErr error) {
-	var undo undoStack
+	var undos undo.Stack
 	defer func() {
-		if err := undo.run(); err != nil {
+		if err := undos.Run(); err != nil {
 			e.log.Error("undoing an attempt", "attempt", spec.AttemptID, "err", err)
 			if retErr == nil {
 				retErr = fmt.Errorf("unable to tear the attempt down: %w", err)
 			}
 		}
 	}()
-	out, cs, r, err := e.runAgent(ctx, spec, progress, &undo)
+	out, cs, r, err := e.runAgent(ctx, spec, progress, &undos)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -195,7 +196,7 @@ func (e *Engine) Run(ctx context.Context, spec Spec, progress func(apitype.Event
 	// 6-7 grade and verdict.
 	r.enter(apitype.PhaseGrade)
 	a := out.Attempt
-	v, err := e.grade(ctx, spec.Task, a, out.FinalDir, filepath.Dir(out.FinalDir), out.StdoutPath, cs, &undo)
+	v, err := e.grade(ctx, spec.Task, a, out.FinalDir, filepath.Dir(out.FinalDir), out.StdoutPath, cs, &undos)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -210,7 +211,7 @@ func (e *Engine) Run(ctx context.Context, spec Spec, progress func(apitype.Event
 
 // runAgent takes the steps up to collect (the part of an attempt whose
 // cost is benchd's own, besides grading). Its undo steps go on undo.
-func (e *Engine) runAgent(ctx context.Context, spec Spec, progress func(apitype.Event), undo *undoStack) (out Outcome, _ journal.Changeset, _ *attemptRun, _ error) {
+func (e *Engine) runAgent(ctx context.Context, spec Spec, progress func(apitype.Event), undos *undo.Stack) (out Outcome, _ journal.Changeset, _ *attemptRun, _ error) {
 	if progress == nil {
 		progress = func(apitype.Event) {}
 	}
@@ -278,7 +279,7 @@ func (e *Engine) runAgent(ctx context.Context, spec Spec, progress func(apitype.
 		closeJournal.Do(func() { err = w.Close() })
 		return err
 	}
-	undo.push("close journal", closeW)
+	undos.Push("close journal", closeW)
 	mnt := filepath.Join(dir, "mnt")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		return Outcome{}, nil, nil, fmt.Errorf("unable to make the mountpoint: %w", err)
@@ -287,7 +288,7 @@ func (e *Engine) runAgent(ctx context.Context, spec Spec, progress func(apitype.
 	if err != nil {
 		return Outcome{}, nil, nil, fmt.Errorf("unable to mount the workspace view: %w", err)
 	}
-	undo.push("unmount view", func() error { return view.Unmount(context.Background()) })
+	undos.Push("unmount view", func() error { return view.Unmount(context.Background()) })
 
 	// 3-4 confine and run.
 	var res confine.Result
@@ -405,12 +406,12 @@ func (r *attemptRun) watch(job *confine.Job, view *fsmon.View) (stop func()) {
 
 // grade grades a copy of the final tree (plan.md left out) with the
 // confined grader runner, and composes the verdict.
-func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt, finalDir, workParent, stdoutPath string, cs journal.Changeset, undo *undoStack) (apitype.Verdict, error) {
+func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt, finalDir, workParent, stdoutPath string, cs journal.Changeset, undos *undo.Stack) (apitype.Verdict, error) {
 	work, err := os.MkdirTemp(workParent, "grade-")
 	if err != nil {
 		return apitype.Verdict{}, fmt.Errorf("unable to make the grading dir: %w", err)
 	}
-	undo.push("remove grading copy", func() error { return os.RemoveAll(work) })
+	undos.Push("remove grading copy", func() error { return os.RemoveAll(work) })
 	ws := filepath.Join(work, "workspace")
 	if err := tasks.CopyTree(finalDir, ws); err != nil {
 		return apitype.Verdict{}, fmt.Errorf("unable to copy the final tree: %w", err)
@@ -423,7 +424,7 @@ func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt,
 	if err != nil {
 		return apitype.Verdict{}, fmt.Errorf("unable to make the grader's scratch root: %w", err)
 	}
-	undo.push("remove grader scratch", func() error { return os.RemoveAll(scratch) })
+	undos.Push("remove grader scratch", func() error { return os.RemoveAll(scratch) })
 	if err := os.Chmod(scratch, 0o755); err != nil {
 		return apitype.Verdict{}, err
 	}
@@ -467,9 +468,9 @@ func (e *Engine) Regrade(ctx context.Context, task *tasks.Task, a apitype.Attemp
 	if task == nil {
 		return apitype.Verdict{}, fmt.Errorf("%w: no task", ErrInvalid)
 	}
-	var undo undoStack
+	var undos undo.Stack
 	defer func() {
-		if err := undo.run(); err != nil && retErr == nil {
+		if err := undos.Run(); err != nil && retErr == nil {
 			retErr = err
 		}
 	}()
@@ -483,7 +484,7 @@ func (e *Engine) Regrade(ctx context.Context, task *tasks.Task, a apitype.Attemp
 			stdout, workParent = filepath.Join(e.AttemptDir(a.ID), "stdout"), e.AttemptDir(a.ID)
 		}
 	}
-	return e.grade(ctx, task, a, finalDir, workParent, stdout, cs, &undo)
+	return e.grade(ctx, task, a, finalDir, workParent, stdout, cs, &undos)
 }
 
 // composeVerdict is the attempt's verdict: the graders' (which apply the

@@ -271,7 +271,7 @@ func TestCommandAgent(t *testing.T) {
 		if a.Agent.Exe == "" || a.Agent.Model != "none" || len(a.Agent.Args) != 2 || a.Agent.Args[0] != "-c" {
 			t.Errorf("got identity %+v, want the resolved sh, its two args and the model", a.Agent)
 		}
-		sum, err := fileHash(a.Agent.Exe)
+		sum, err := journal.HashFile(a.Agent.Exe)
 		if err != nil || sum != a.Agent.SHA256 {
 			t.Errorf("got sha %s, want the hash of %s (%s, %v)", a.Agent.SHA256, a.Agent.Exe, sum, err)
 		}
