@@ -2,7 +2,6 @@ package graders
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -304,23 +303,8 @@ func checkImports(ctx context.Context, in Input, r Runner) ([]string, error) {
 			return nil, infraf("copying %s: %v", f, err)
 		}
 	}
-	cfg, _ := json.Marshal(map[string]any{"files": files, "local": local, "test_allow": testImportAllow})
-	cfgPath := filepath.Join(sc.Dir, ".benchd-imports.json")
-	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
-		return nil, infraf("writing import check config: %v", err)
-	}
-	res, err := runPython(ctx, r, sc.Dir, verifierTimeout(in), importCheckScript, cfgPath)
-	if err != nil {
-		return nil, err
-	}
-	if res.ExitCode != 0 || res.TimedOut {
-		return nil, infraf("import check exited %d (timed out %v): %s", res.ExitCode, res.TimedOut, tail(res.Stderr, 400))
-	}
-	var bad []string
-	if err := json.Unmarshal(res.Stdout, &bad); err != nil {
-		return nil, infraf("import check output: %v: %q", err, tail(res.Stdout, 200))
-	}
-	return bad, nil
+	return runPythonList(ctx, in, r, sc.Dir, "import check", importCheckScript, ".benchd-imports.json",
+		map[string]any{"files": files, "local": local, "test_allow": testImportAllow})
 }
 
 // localModules names every module the workspace itself provides: the

@@ -28,6 +28,7 @@ package graders
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -475,4 +476,31 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// runPythonList runs a checking script that takes one argument, the path
+// of a JSON file holding cfg (written into dir as cfgName), and prints a
+// JSON list of strings: what it found. what names the check in errors,
+// which are all infra errors.
+func runPythonList(ctx context.Context, in Input, r Runner, dir, what, script, cfgName string, cfg any) ([]string, error) {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, infraf("%s config: %v", what, err)
+	}
+	cfgPath := filepath.Join(dir, cfgName)
+	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+		return nil, infraf("writing the %s config: %v", what, err)
+	}
+	res, err := runPython(ctx, r, dir, verifierTimeout(in), script, cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode != 0 || res.TimedOut {
+		return nil, infraf("%s exited %d (timed out %v): %s", what, res.ExitCode, res.TimedOut, tail(res.Stderr, 400))
+	}
+	var found []string
+	if err := json.Unmarshal(res.Stdout, &found); err != nil {
+		return nil, infraf("%s output: %v: %q", what, err, tail(res.Stdout, 200))
+	}
+	return found, nil
 }

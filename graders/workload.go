@@ -265,23 +265,8 @@ func runDriver(ctx context.Context, r Runner, sc *scratch, ws, driverPath string
 
 // scanForbidden runs forbidScanScript over ws.
 func scanForbidden(ctx context.Context, in Input, r Runner, dir, ws string, forbidden []string) ([]string, error) {
-	cfg, _ := json.Marshal(map[string]any{"root": ws, "forbidden": forbidden, "skip": []string{"__pycache__", ".pytest_cache", ".git"}})
-	cfgPath := filepath.Join(dir, ".benchd-forbid.json")
-	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
-		return nil, infraf("writing the forbidden-module scan config: %v", err)
-	}
-	res, err := runPython(ctx, r, dir, verifierTimeout(in), forbidScanScript, cfgPath)
-	if err != nil {
-		return nil, err
-	}
-	if res.ExitCode != 0 || res.TimedOut {
-		return nil, infraf("forbidden-module scan exited %d (timed out %v): %s", res.ExitCode, res.TimedOut, tail(res.Stderr, 400))
-	}
-	var hits []string
-	if err := json.Unmarshal(res.Stdout, &hits); err != nil {
-		return nil, infraf("forbidden-module scan output: %v: %q", err, tail(res.Stdout, 200))
-	}
-	return hits, nil
+	return runPythonList(ctx, in, r, dir, "forbidden-module scan", forbidScanScript, ".benchd-forbid.json",
+		map[string]any{"root": ws, "forbidden": forbidden, "skip": []string{"__pycache__", ".pytest_cache", ".git"}})
 }
 
 // withCompanions adds the C halves of the forbidden modules.
