@@ -228,15 +228,11 @@ func dualRunParams(in Input) (dualParams, error) {
 // runVariant runs the agent's tests on a fresh workspace copy whose
 // implementation is the file variant.
 func runVariant(ctx context.Context, in Input, r Runner, p dualParams, variant string) (pytestRun, error) {
-	sc, err := newScratch(in, "dual")
+	sc, ws, err := newWorkspaceScratch(in, "dual")
 	if err != nil {
 		return pytestRun{}, err
 	}
 	defer sc.Close()
-	ws, err := sc.copyWorkspace(in, "ws")
-	if err != nil {
-		return pytestRun{}, err
-	}
 	if err := copyOne(variant, filepath.Join(ws, filepath.FromSlash(p.impl))); err != nil {
 		return pytestRun{}, infraf("installing variant %s: %v", variant, err)
 	}

@@ -106,15 +106,11 @@ func gradeExact(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		return Verdict{}, infraf("task %s: %v", in.Task.ID, err)
 	}
 
-	sc, err := newScratch(in, "exact")
+	sc, ws, err := newWorkspaceScratch(in, "exact")
 	if err != nil {
 		return Verdict{}, err
 	}
 	defer sc.Close()
-	ws, err := sc.copyWorkspace(in, "ws")
-	if err != nil {
-		return Verdict{}, err
-	}
 	nonce, noncePath, err := writeNonce(sc.Dir)
 	if err != nil {
 		return Verdict{}, err

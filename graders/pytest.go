@@ -50,15 +50,11 @@ func gradePytest(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if len(public)+len(hidden) == 0 {
 		return Verdict{}, infraf("task %s: kind pytest needs public or hidden tests", in.Task.ID)
 	}
-	sc, err := newScratch(in, "pytest")
+	sc, ws, err := newWorkspaceScratch(in, "pytest")
 	if err != nil {
 		return Verdict{}, err
 	}
 	defer sc.Close()
-	ws, err := sc.copyWorkspace(in, "ws")
-	if err != nil {
-		return Verdict{}, err
-	}
 	if err := restorePristine(in, ws, public); err != nil {
 		return Verdict{}, err
 	}

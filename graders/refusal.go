@@ -159,15 +159,11 @@ func gradeRefusal(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		}
 	}
 
-	sc, err := newScratch(in, "refusal")
+	sc, ws, err := newWorkspaceScratch(in, "refusal")
 	if err != nil {
 		return Verdict{}, err
 	}
 	defer sc.Close()
-	ws, err := sc.copyWorkspace(in, "ws")
-	if err != nil {
-		return Verdict{}, err
-	}
 
 	// The probes.
 	pr, err := runProbes(ctx, in, r, sc, ws, mod, fn, probes)

@@ -5,6 +5,7 @@ package graders
 // given, so that the daemon can confine them.
 //
 //	newScratch(in, name)           make a scratch directory (close it when done)
+//	newWorkspaceScratch(in, name)  the same with a copy of the workspace at "ws"
 //	(*scratch).copyWorkspace(in, rel)
 //	                               copy the finished workspace to scratch/rel,
 //	                               leaving out the policy's ignored paths (caches)
@@ -62,6 +63,22 @@ type scratch struct {
 
 // newScratch makes a scratch directory below in.ScratchRoot (or the
 // system's temporary directory). The caller must Close it.
+// newWorkspaceScratch makes a scratch directory holding a copy of the
+// workspace at "ws" (ignored paths left out) and returns both; the
+// caller closes the scratch.
+func newWorkspaceScratch(in Input, name string) (*scratch, string, error) {
+	sc, err := newScratch(in, name)
+	if err != nil {
+		return nil, "", err
+	}
+	ws, err := sc.copyWorkspace(in, "ws")
+	if err != nil {
+		sc.Close()
+		return nil, "", err
+	}
+	return sc, ws, nil
+}
+
 func newScratch(in Input, name string) (*scratch, error) {
 	dir, err := os.MkdirTemp(in.ScratchRoot, "benchd-grade-"+name+"-")
 	if err != nil {

@@ -151,15 +151,11 @@ func gradeWorkload(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	wall := time.Duration(wallSec * float64(time.Second))
 	margin := int64(marginMiB * (1 << 20))
 
-	sc, err := newScratch(in, "workload")
+	sc, ws, err := newWorkspaceScratch(in, "workload")
 	if err != nil {
 		return Verdict{}, err
 	}
 	defer sc.Close()
-	ws, err := sc.copyWorkspace(in, "ws")
-	if err != nil {
-		return Verdict{}, err
-	}
 	hid, err := sc.copyHidden(in, "hidden", []string{driver})
 	if err != nil {
 		return Verdict{}, err
