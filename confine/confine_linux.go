@@ -261,6 +261,9 @@ func deadOwners(parent string) ([]int, error) {
 			continue
 		}
 		p := f[2]
+		if f[1] == "" && limits.Mode() == limits.Unified {
+			p = limits.DelegatedParent(p)
+		}
 		if parent != "" {
 			p = parent
 		}

@@ -19,7 +19,10 @@ import (
 
 func TestMain(m *testing.M) {
 	sandbox.Init()
-	os.Exit(m.Run())
+	undo := limits.DelegateForTest()
+	code := m.Run()
+	undo()
+	os.Exit(code)
 }
 
 const nobody = 65534

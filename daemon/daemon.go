@@ -18,6 +18,7 @@ import (
 	"benchd.dev/client/apitype"
 	"benchd.dev/daemon/runs"
 	"benchd.dev/daemon/store"
+	"benchd.dev/limits"
 )
 
 // Config configures Run.
@@ -40,8 +41,9 @@ type Config struct {
 	// StopTimeout bounds how long a shutdown waits for running attempts
 	// to unwind; default 10 s.
 	StopTimeout time.Duration
-	// CgroupParent is passed to runs.Config; "" means below benchd's own
-	// cgroup.
+	// CgroupParent is the delegated cgroup (v2 path) below which attempt
+	// groups are made; "" means the group benchd is in when it starts
+	// (limits.Delegate moves benchd into a leaf below it on cgroup v2).
 	CgroupParent string
 	// Ready, when set, is called once the socket accepts connections
 	// (cmd/benchd sends sd_notify READY=1 from it).
@@ -145,8 +147,18 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("unable to create the state directory: %w", err)
 	}
+	// On a cgroup v2 host benchd's own group cannot hold both benchd and
+	// the groups of its attempts: move into a leaf (limits.Delegate).
+	deleg, err := limits.Delegate(ctx, limits.DelegateConfig{Parent: cfg.CgroupParent, Logger: cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("unable to prepare cgroups for attempts: %w", err)
+	}
+	if deleg.Parent != "" {
+		cfg.CgroupParent = deleg.Parent
+		log.Info("attempt cgroups go below the delegated group", "parent", deleg.Parent, "self", deleg.Self, "scope", deleg.Scope)
+	}
 	// Leftovers of a crash go before anything new is made.
-	if err := runs.Cleanup(ctx, cfg.StateDir); err != nil {
+	if err := runs.Cleanup(ctx, cfg.StateDir, cfg.CgroupParent); err != nil {
 		log.Warn("cleanup of a previous run was incomplete", "err", err)
 	}
 	// Trees rebuilt for regrades in progress at a crash are of no use.

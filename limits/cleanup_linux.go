@@ -90,7 +90,7 @@ func cleanupBases(cfg Config, layout Layout, own ownCgroups, customInter bool) (
 	var hs []hier
 	switch layout {
 	case Unified:
-		hs = append(hs, hier{v2: true, mount: cfg.Root, parent: own.unified})
+		hs = append(hs, hier{v2: true, mount: cfg.Root, parent: DelegatedParent(own.unified)})
 	case Hybrid, Legacy:
 		for _, c := range []string{"memory", "pids", "cpu", "freezer"} {
 			if p, ok := own.v1[c]; ok {

@@ -56,7 +56,8 @@ type Config struct {
 
 	// Parent is the group, relative to each hierarchy's root, below which
 	// the group is made ("/system.slice/benchd.service"). Empty means the
-	// cgroup this process is in, hierarchy by hierarchy.
+	// cgroup this process is in, hierarchy by hierarchy; on a unified host,
+	// when that is a DefaultLeaf (see Delegate), its parent.
 	Parent string
 
 	// Intermediate is the name of the group of our own that is made when

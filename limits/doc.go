@@ -55,13 +55,32 @@
 // the process and removed when the last of them closes.
 //
 // On cgroup v2 a group whose parent holds processes cannot have
-// controllers enabled for its children (the "no internal processes" rule).
-// New enables what it needs in the parent's cgroup.subtree_control (never
-// in the root's: there the controllers must already be enabled, as
-// systemd does), and returns ErrParentBusy when the kernel refuses because
-// the parent holds processes, typically benchd itself. The fix is a unit
-// that runs the daemon in a leaf of its delegated subtree (systemd's
-// DelegateSubgroup=) with Config.Parent pointing at the subtree.
+// controllers enabled for its children (the "no internal processes" rule),
+// and a daemon starts inside the very group it is delegated: systemd's
+// Delegate=yes puts the service's main process in the service's group.
+// Delegate, called once at start, prepares that group as container
+// runtimes do: it moves this process into a leaf of its own,
+// DefaultLeaf ("supervisor"), below the delegated group, and enables
+// memory, pids and cpu in the delegated group's cgroup.subtree_control.
+// From then on New makes groups beside the leaf, in the delegated group
+// (a process whose own cgroup is a DefaultLeaf, or systemd's ".control"
+// group of a delegated unit, makes its groups in the leaf's parent:
+// DelegatedParent). Where systemd already put the process in a leaf of
+// that name (DelegateSubgroup=supervisor, systemd 254 and later) nothing
+// moves. Where the process shares its group with processes that are not
+// its own, as in a login shell's session scope, it asks systemd over
+// D-Bus for a transient scope with Delegate=yes holding only itself, and
+// starts again from there. Delegate never touches a group outside the
+// delegated one; its errors say which controller is missing from which
+// file and what to set (ErrNoController), or which processes share the
+// group and how to start the daemon instead (ErrParentBusy). Without
+// Delegate, New enables what it needs in the parent's subtree_control
+// (never in the root's: there the controllers must already be enabled,
+// as systemd does), and returns ErrParentBusy when the kernel refuses
+// because the parent holds processes.
+//
+// On hybrid and legacy hosts the controllers are in v1, which has no such
+// rule, and Delegate does nothing.
 //
 // # Starting a process inside its group
 //

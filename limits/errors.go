@@ -24,8 +24,8 @@ var (
 
 	// ErrParentBusy means that, on cgroup v2, controllers cannot be enabled
 	// for the children of the parent group because the parent itself holds
-	// processes (the "no internal processes" rule). Run the daemon in a leaf
-	// of its delegated subtree and point Config.Parent at the subtree.
+	// processes (the "no internal processes" rule) that Delegate could not
+	// move away: processes that are not this one's.
 	ErrParentBusy = errors.New("cgroup parent holds processes")
 
 	// ErrNoProcess means Add was given a pid that does not exist (any more).

@@ -84,7 +84,7 @@ func plan(cfg Config, layout Layout, own ownCgroups) ([]hier, error) {
 		if !own.hasV2 {
 			return nil, fmt.Errorf("%s has no cgroup v2 entry: %w", cfg.ProcCgroup, ErrUnavailable)
 		}
-		hs = append(hs, hier{v2: true, mount: cfg.Root, parent: own.unified})
+		hs = append(hs, hier{v2: true, mount: cfg.Root, parent: DelegatedParent(own.unified)})
 	case Hybrid, Legacy:
 		ctrls := []string{"memory", "pids"}
 		if cfg.needsCPU() {

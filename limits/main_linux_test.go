@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(gateEnv) != "" {
 		runGate()
 	}
+	undo := DelegateForTest()
 	code := m.Run()
+	undo()
 	if left := leftovers(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "cgroup directories left behind by the tests: %v\n", left)
 		code = 1
@@ -66,7 +68,7 @@ func leftovers() []string {
 	var left []string
 	mounts := map[string]string{"unified": own.unified}
 	if Mode() == Unified {
-		mounts = map[string]string{"": own.unified}
+		mounts = map[string]string{"": DelegatedParent(own.unified)}
 	}
 	for _, c := range []string{"memory", "pids", "cpu", "freezer"} {
 		if p, ok := own.v1[c]; ok && Mode() != Unified {

@@ -4,10 +4,14 @@ import (
 	"os"
 	"testing"
 
+	"benchd.dev/limits"
 	"benchd.dev/sandbox"
 )
 
 func TestMain(m *testing.M) {
 	sandbox.Init()
-	os.Exit(m.Run())
+	undo := limits.DelegateForTest()
+	code := m.Run()
+	undo()
+	os.Exit(code)
 }

@@ -28,6 +28,7 @@ func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	asJSON := fl.Bool("json", false, "print the result as JSON")
 	under := fl.String("under", "", "only remove what lies below this directory")
 	state := fl.String("state", daemon.DefaultStateDir, "benchd's state directory")
+	cgroupParent := fl.String("cgroup-parent", "", "the daemon's --cgroup-parent, if it had one")
 	if err := fl.Parse(args); err != nil {
 		return fail(stderr, 2, "cleanup: %v", err)
 	}
@@ -40,7 +41,7 @@ func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	stateSet := false
 	fl.Visit(func(f *flag.Flag) { stateSet = stateSet || f.Name == "state" })
 	if *under == "" || stateSet {
-		if rerr := runs.Cleanup(ctx, *state); rerr != nil {
+		if rerr := runs.Cleanup(ctx, *state, *cgroupParent); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"benchd.dev/daemon/runs"
 	"benchd.dev/graders"
+	"benchd.dev/limits"
 	"benchd.dev/tasks"
 )
 
@@ -74,7 +75,12 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if err != nil {
 			return fail(stderr, 2, "grade: %v", err)
 		}
-		runner = runs.ConfinedGraderRunner(runs.GraderRunnerConfig{Mask: []string{store}})
+		deleg, err := limits.Delegate(ctx, limits.DelegateConfig{})
+		if err != nil {
+			return fail(stderr, 2, "grade: unable to prepare cgroups for the graders: %v", err)
+		}
+		defer deleg.Undo()
+		runner = runs.ConfinedGraderRunner(runs.GraderRunnerConfig{Mask: []string{store}, CgroupParent: deleg.Parent})
 	}
 	v, err := graders.Grade(ctx, graders.Input{Task: task, Workspace: ws}, runner)
 	if err != nil {

@@ -34,6 +34,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	concurrency := fl.Int("concurrency", 0, "attempts run at once (default: the number of cores)")
 	agentUser := fl.String("agent-user", DefaultAgentUser, "unprivileged user agents run as")
 	group := fl.String("group", daemon.DefaultGroup, "group whose members may use benchd")
+	cgroupParent := fl.String("cgroup-parent", "", "delegated cgroup v2 group for attempt groups (default: benchd's own)")
 	if err := fl.Parse(args); err != nil {
 		return fail(stderr, 2, "%v", err)
 	}
@@ -61,15 +62,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		*tasksDir = tasks.DefaultDir()
 	}
 	cfg := daemon.Config{
-		Socket:      *socket,
-		StateDir:    *state,
-		TasksDir:    *tasksDir,
-		Concurrency: *concurrency,
-		AgentUID:    uid,
-		AgentGID:    gid,
-		Group:       *group,
-		Logger:      log,
-		Ready:       func() { sdNotify(log, "READY=1") },
+		Socket:       *socket,
+		StateDir:     *state,
+		TasksDir:     *tasksDir,
+		Concurrency:  *concurrency,
+		AgentUID:     uid,
+		AgentGID:     gid,
+		Group:        *group,
+		CgroupParent: *cgroupParent,
+		Logger:       log,
+		Ready:        func() { sdNotify(log, "READY=1") },
 	}
 	stopped := make(chan struct{})
 	defer close(stopped)

@@ -22,13 +22,14 @@ import (
 // runs left in the temporary directory. The attempts' records (backing
 // dir, journal, transcript) are kept. Call it only when no benchd runs
 // on stateDir; cgroups, namespaces and scratch of other live processes
-// are left alone.
-func Cleanup(ctx context.Context, stateDir string) error {
+// are left alone. cgroupParent is the daemon's CgroupParent ("" for its
+// own group).
+func Cleanup(ctx context.Context, stateDir, cgroupParent string) error {
 	var errs []error
 	if _, err := fsmon.Cleanup(filepath.Join(stateDir, "attempts")); err != nil {
 		errs = append(errs, fmt.Errorf("unable to unmount leftover views: %w", err))
 	}
-	if err := confine.Cleanup(ctx, confine.CleanupConfig{NetnsRunDir: filepath.Join(stateDir, "netns")}); err != nil {
+	if err := confine.Cleanup(ctx, confine.CleanupConfig{NetnsRunDir: filepath.Join(stateDir, "netns"), CgroupParent: cgroupParent}); err != nil {
 		errs = append(errs, err)
 	}
 	grades, _ := filepath.Glob(filepath.Join(stateDir, "attempts", "*", "grade-*"))

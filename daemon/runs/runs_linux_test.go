@@ -21,13 +21,17 @@ import (
 	"benchd.dev/fsmon/journal"
 	"benchd.dev/graders"
 	"benchd.dev/internal/testenv"
+	"benchd.dev/limits"
 	"benchd.dev/sandbox"
 	"benchd.dev/tasks"
 )
 
 func TestMain(m *testing.M) {
 	sandbox.Init()
-	os.Exit(m.Run())
+	undo := limits.DelegateForTest()
+	code := m.Run()
+	undo()
+	os.Exit(code)
 }
 
 // tasksDir is the repository's task store.
@@ -432,7 +436,7 @@ func TestCleanup(t *testing.T) {
 		defer os.RemoveAll(d)
 	}
 
-	if err := Cleanup(context.Background(), state); err != nil {
+	if err := Cleanup(context.Background(), state, ""); err != nil {
 		t.Fatalf("Cleanup: %v", err)
 	}
 	if m, err := fsmon.IsMountpoint(mnt); err != nil || m {
