@@ -25,7 +25,26 @@ const (
 	defaultWallSec    = 5.0
 	defaultMarginMiB  = 8.0
 	workloadAddrLimit = 2 << 30 // RLIMIT_AS of a workload run: a guard for the host, not a cap
+	// maxSlowdown is how much slower than the target host this host may
+	// run the calibration before grading is refused as an infra error:
+	// past it, a wall cap scaled by the calibration means little.
+	maxSlowdown = 12.0
 )
+
+// calibrationScript is a fixed, trusted CPU workload of the same kind as
+// a map's (bytes keys, hashing, dict inserts and deletes, a sort). Its
+// wall time in this grading run, against what it takes on the target
+// host (calibration_sec), says how much slower this host is right now.
+const calibrationScript = `
+import hashlib
+d = {}
+for i in range(120000):
+    k = b"k%06d" % i
+    d[k] = hashlib.blake2b(k, digest_size=16).digest()
+for i in range(0, 120000, 3):
+    del d[b"k%06d" % i]
+print(sum(len(v) for k, v in sorted(d.items())))
+`
 
 // forbidScanScript lists, as JSON, every import of a forbidden module in
 // the workspace's Python files: import and from-import statements, and
@@ -97,7 +116,9 @@ type workloadRun struct {
 // Parameters ([bench.grader]):
 //
 //	driver = "workload.py"          the driver, a file of the bundle's tests/
-//	wall_sec = 5.0                  wall cap of the whole driver run
+//	wall_sec = 5.0                  wall cap of the whole driver run, on the target host
+//	calibration_sec = 0.3           wall time of calibrationScript on the target host
+//	                                (0 or absent: the cap is not scaled)
 //	memory_margin_mib = 8           peak RSS may exceed the baseline by this much
 //	forbidden_modules = ["sqlite3"] modules the code may not use
 //
@@ -116,7 +137,14 @@ type workloadRun struct {
 //  2. a baseline run: the driver with --baseline. Its peak RSS (the
 //     Runner's MaxRSS) is the interpreter's baseline in this grading run,
 //     on this host; the memory cap is baseline + memory_margin_mib;
-//  3. the workload run, with the wall cap as its time limit: a timeout or
+//  3. where calibration_sec is set, a calibration run: calibrationScript,
+//     trusted code run through the same Runner before any agent code,
+//     whose wall time against calibration_sec is this host's slowdown
+//     now (at least 1); the wall cap is wall_sec times the slowdown, so
+//     that a host under load or under software emulation (the VM lane,
+//     2-5x slower) grades the same map the same way. A slowdown above
+//     maxSlowdown is an infra error: the host cannot grade fairly;
+//  4. the workload run, with the wall cap as its time limit: a timeout or
 //     a longer wall time is time_cap, an RSS above the cap (or an OOM
 //     kill) memory_cap, an import the driver's hook refused
 //     forbidden_module, a wrong read, an exception or a crash
@@ -147,6 +175,13 @@ func gradeWorkload(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	forbidden, err := paramStrings(in, "forbidden_modules")
 	if err != nil {
 		return Verdict{}, err
+	}
+	calSec, err := numberParam(in, "calibration_sec", 0)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if calSec < 0 {
+		return Verdict{}, infraf("task %s: calibration_sec must not be negative", in.Task.ID)
 	}
 	wall := time.Duration(wallSec * float64(time.Second))
 	margin := int64(marginMiB * (1 << 20))
@@ -186,11 +221,20 @@ func gradeWorkload(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	}
 	memCap := base.res.MaxRSS + margin
 
+	slowdown := 1.0
+	if calSec > 0 {
+		if slowdown, err = calibrate(ctx, in, r, sc.Dir, calSec); err != nil {
+			return Verdict{}, err
+		}
+		wall = time.Duration(float64(wall) * slowdown)
+	}
+
 	run, err := runDriver(ctx, r, sc, ws, driverPath, forbidden, false, wall)
 	if err != nil {
 		return Verdict{}, err
 	}
-	v := Verdict{Detail: workloadDetail(base, run, memCap, wall)}
+	v := Verdict{Detail: fmt.Sprintf("host slowdown %.2f (wall cap %s on the target host)\n", slowdown,
+		time.Duration(wallSec*float64(time.Second))) + workloadDetail(base, run, memCap, wall)}
 	v.Reasons = judgeWorkload(run, base.res.MaxRSS, memCap, wall)
 	if len(v.Reasons) == 0 {
 		v.Reward, v.Pass = 1, true
@@ -257,6 +301,25 @@ func runDriver(ctx context.Context, r Runner, sc *scratch, ws, driverPath string
 	os.Remove(noncePath) // in case the driver never got to it
 	os.RemoveAll(root)
 	return out, nil
+}
+
+// calibrate runs calibrationScript and returns how much slower than the
+// target host (ref seconds) this host ran it, at least 1.
+func calibrate(ctx context.Context, in Input, r Runner, dir string, ref float64) (float64, error) {
+	res, err := r.Run(ctx, RunSpec{Args: []string{Python, "-I", "-c", calibrationScript}, Dir: dir,
+		Env: pythonEnv(dir), Timeout: verifierTimeout(in)})
+	if err != nil {
+		return 0, fmt.Errorf("%w: running the calibration: %w", ErrInfra, err)
+	}
+	if res.ExitCode != 0 || res.TimedOut {
+		return 0, infraf("the calibration failed (exit %d, timed out %v): %s", res.ExitCode, res.TimedOut, tail(res.Stderr, 300))
+	}
+	slowdown := max(1, res.Wall.Seconds()/ref)
+	if slowdown > maxSlowdown {
+		return 0, infraf("task %s: this host ran the calibration %.1fx slower than the target host (at most %.0fx): too slow to grade its wall cap fairly",
+			in.Task.ID, slowdown, maxSlowdown)
+	}
+	return slowdown, nil
 }
 
 // scanForbidden runs forbidScanScript over ws.

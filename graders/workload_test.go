@@ -2,6 +2,7 @@ package graders
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -181,5 +182,56 @@ func TestReadResult(t *testing.T) {
 				t.Errorf("got found %v ok %v, want %v %v", found, r.OK, tc.wantFound, tc.wantOK)
 			}
 		})
+	}
+}
+
+// slowRunner runs commands with ExecRunner and reports their wall time
+// multiplied by factor, as a host that factor times slower would.
+type slowRunner struct{ factor float64 }
+
+func (s slowRunner) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
+	res, err := ExecRunner{}.Run(ctx, spec)
+	res.Wall = time.Duration(float64(res.Wall) * s.factor)
+	return res, err
+}
+
+// TestCalibrate: the slowdown is the calibration's wall time against the
+// target host's, never below 1, and a host too slow to grade fairly is an
+// infra error, not the agent's time_cap.
+func TestCalibrate(t *testing.T) {
+	testenv.Require(t, testenv.Python)
+	task := loadRepoTask(t, "rt-04")
+	in := Input{Task: task}
+	dir := t.TempDir()
+	// The reference time: what this host takes (the slowest of three).
+	ref := 0.0
+	for range 3 {
+		res, err := ExecRunner{}.Run(t.Context(), RunSpec{Args: []string{Python, "-I", "-c", calibrationScript}, Dir: dir, Env: pythonEnv(dir), Timeout: time.Minute})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("calibration script: %v exit %d", err, res.ExitCode)
+		}
+		ref = max(ref, res.Wall.Seconds())
+	}
+	own, err := calibrate(t.Context(), in, slowRunner{1}, dir, ref)
+	if err != nil {
+		t.Fatalf("calibrate: %v", err)
+	}
+	if own < 1 || own > 3 {
+		t.Errorf("slowdown %.2f on the host that set the reference, want 1 to 3", own)
+	}
+	// A host four times slower gets about four.
+	got, err := calibrate(t.Context(), in, slowRunner{4}, dir, ref)
+	if err != nil {
+		t.Fatalf("calibrate: %v", err)
+	}
+	if got < 2 || got > 8 {
+		t.Errorf("slowdown %.2f on a 4x slower host, want about 4", got)
+	}
+	if got, err := calibrate(t.Context(), in, slowRunner{1}, dir, ref*100); err != nil || got != 1 {
+		t.Errorf("faster host: slowdown %.2f (%v), want 1", got, err)
+	}
+	_, err = calibrate(t.Context(), in, slowRunner{1000}, dir, ref)
+	if !errors.Is(err, ErrInfra) {
+		t.Errorf("a host 1000x slower: error %v, want an infra error", err)
 	}
 }

@@ -322,14 +322,7 @@ func (d *Delegation) Undo() error {
 	var errs []error
 	dir := filepath.Join(d.root, d.Parent)
 	if len(d.Enabled) > 0 {
-		var b strings.Builder
-		for i, c := range d.Enabled {
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString("-" + c)
-		}
-		if err := writeFile(filepath.Join(dir, "cgroup.subtree_control"), b.String()); err != nil {
+		if err := writeFile(filepath.Join(dir, "cgroup.subtree_control"), subtreeChange("-", d.Enabled)); err != nil {
 			errs = append(errs, fmt.Errorf("disable %v in %s: %w", d.Enabled, d.Parent, err))
 		}
 	}

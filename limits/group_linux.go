@@ -242,14 +242,7 @@ func enableIn(dir string, want []string, checkAvail bool) error {
 			return fmt.Errorf("controllers %v not available in %s: %w", m, dir, ErrNoController)
 		}
 	}
-	var b strings.Builder
-	for i, c := range missing {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString("+" + c)
-	}
-	if err := writeFile(dir+"/cgroup.subtree_control", b.String()); err != nil {
+	if err := writeFile(dir+"/cgroup.subtree_control", subtreeChange("+", missing)); err != nil {
 		if errors.Is(err, unix.EBUSY) {
 			return fmt.Errorf("enable %v in %s: %w", missing, dir, ErrParentBusy)
 		}
@@ -541,3 +534,13 @@ func (g *Group) Close(ctx context.Context) error {
 
 // closeFD closes a raw fd.
 func closeFD(fd int) error { return unix.Close(fd) }
+
+// subtreeChange is what to write to cgroup.subtree_control to enable
+// (sign "+") or disable ("-") the controllers cs.
+func subtreeChange(sign string, cs []string) string {
+	words := make([]string, len(cs))
+	for i, c := range cs {
+		words[i] = sign + c
+	}
+	return strings.Join(words, " ")
+}

@@ -414,6 +414,11 @@ func TestSharedIntermediate(t *testing.T) {
 		}
 	}
 	if len(inters) == 0 {
+		for _, g := range []*Group{a, b} {
+			if err := g.Close(t.Context()); err != nil {
+				t.Error(err)
+			}
+		}
 		t.Skip("this process is in no hierarchy's root: no intermediate group")
 	}
 	if err := a.Close(t.Context()); err != nil {

@@ -393,7 +393,10 @@ func TestConfinedGraderRunner(t *testing.T) {
 		}
 		base := run("pass")
 		big := run("b = bytearray(64 << 20)\nopen('out', 'w').write('x')")
-		if d := big.MaxRSS - base.MaxRSS; d < 60<<20 || d > 80<<20 {
+		// RSS counts the interpreter's resident file pages too, which two
+		// runs need not share alike: on Debian 12's kernel with the root
+		// on 9p (the VM lane) the difference was 59 MiB.
+		if d := big.MaxRSS - base.MaxRSS; d < 48<<20 || d > 80<<20 {
 			t.Errorf("got max rss %d MiB against a %d MiB baseline, want about 64 MiB more", big.MaxRSS>>20, base.MaxRSS>>20)
 		}
 		if _, err := os.Stat(filepath.Join(dir, "out")); err != nil {
