@@ -83,6 +83,13 @@ var reasonCodeRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 //     (non_stdlib_import; checked with /usr/bin/python3's ast and
 //     sys.stdlib_module_names).
 //
+// Before any of it, the tree rules (checkTree in tree.go): a workspace
+// holding a symbolic link graders may not follow (unsafe_link), a FIFO,
+// socket or device (special_file), or beyond the tree limits
+// (tree_limits), or one copied from such a tree (in.TreeReasons), fails
+// with those reasons and the agent's exit and timeout rules; no kind
+// runs on it.
+//
 // The verdict passes when the kind gives reward 1 and pass and every
 // shared rule holds; then Reward is 1 and Reasons is empty (not a "pass"
 // reason). Otherwise Reward is 0 and Reasons lists every rule that
@@ -104,6 +111,14 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if !ok {
 		return Verdict{}, fmt.Errorf("%w %q (task %s)", ErrUnknownKind, in.Task.Grader.Kind, in.Task.ID)
 	}
+	tc, err := checkTree(in.Workspace, in.Task.Policy)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if tree := mergeReasons(in.TreeReasons, tc.Reasons()); len(tree) > 0 {
+		// No kind grades a tree it may not copy.
+		return Verdict{Reasons: append(agentReasons(in), tree...)}, nil
+	}
 	if in.Changeset == nil {
 		cs, err := DeriveChangeset(in.Task, in.Workspace)
 		if err != nil {
@@ -112,13 +127,7 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		in.Changeset = cs
 	}
 
-	var reasons []Reason
-	if in.AgentExit != nil && *in.AgentExit != 0 {
-		reasons = append(reasons, Reason{CodeAgentExit, fmt.Sprintf("the agent exited with status %d, not 0", *in.AgentExit)})
-	}
-	if in.TimedOut {
-		reasons = append(reasons, Reason{CodeTimeout, "the agent hit its time limit and was killed: a timeout fails with no partial credit"})
-	}
+	reasons := agentReasons(in)
 	if bad := deniedChanges(in.Task.Policy, in.Changeset); len(bad) > 0 {
 		reasons = append(reasons, Reason{CodeWrongFiles, fmt.Sprintf("changed files the task does not allow (allowed: %s): %s",
 			strings.Join(in.Task.Policy.Allow, ", "), shortList(bad, 8))})
@@ -159,6 +168,34 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		v.Reward, v.Pass = 1, true
 	}
 	return v, nil
+}
+
+// agentReasons are the shared rules on the agent's own facts: its exit
+// status and its time limit.
+func agentReasons(in Input) []Reason {
+	var reasons []Reason
+	if in.AgentExit != nil && *in.AgentExit != 0 {
+		reasons = append(reasons, Reason{CodeAgentExit, fmt.Sprintf("the agent exited with status %d, not 0", *in.AgentExit)})
+	}
+	if in.TimedOut {
+		reasons = append(reasons, Reason{CodeTimeout, "the agent hit its time limit and was killed: a timeout fails with no partial credit"})
+	}
+	return reasons
+}
+
+// mergeReasons is a then b, leaving out b's reasons whose code a has.
+func mergeReasons(a, b []Reason) []Reason {
+	out := append([]Reason(nil), a...)
+	for _, r := range b {
+		dup := false
+		for _, x := range a {
+			dup = dup || x.Code == r.Code
+		}
+		if !dup {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Has reports whether the verdict carries a reason with code.

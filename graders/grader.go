@@ -86,6 +86,10 @@ type Input struct {
 	// means the system's temporary directory. The Runner must make
 	// directories below it available to the commands it runs.
 	ScratchRoot string
+	// TreeReasons are the reasons CopyWorkspace gave when the caller
+	// made Workspace as a copy of the agent's tree; Grade fails the
+	// verdict with them.
+	TreeReasons []Reason
 }
 
 // Runner runs one command for a grader. The daemon supplies a runner

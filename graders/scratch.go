@@ -7,8 +7,9 @@ package graders
 //	newScratch(in, name)           make a scratch directory (close it when done)
 //	newWorkspaceScratch(in, name)  the same with a copy of the workspace at "ws"
 //	(*scratch).copyWorkspace(in, rel)
-//	                               copy the finished workspace to scratch/rel,
-//	                               leaving out the policy's ignored paths (caches)
+//	                               copy the finished workspace to scratch/rel
+//	                               (checkTree in tree.go: no link followed, the
+//	                               policy's ignored paths left out)
 //	(*scratch).copyHidden(in, rel, files)
 //	                               copy files of the bundle's tests/ to scratch/rel
 //	restorePristine(in, dst, rels) overwrite dst/rel with the bundle's starting
@@ -96,12 +97,21 @@ func newScratch(in Input, name string) (*scratch, error) {
 // Close removes the scratch directory.
 func (s *scratch) Close() error { return os.RemoveAll(s.Dir) }
 
-// copyWorkspace copies the finished workspace to scratch/rel, leaving out
-// paths the task's policy ignores, and returns the copy's path.
+// copyWorkspace copies the finished workspace to scratch/rel as
+// checkTree decides (no link followed or copied, ignored paths left out)
+// and returns the copy's path.
 func (s *scratch) copyWorkspace(in Input, rel string) (string, error) {
 	dst := filepath.Join(s.Dir, rel)
-	if err := copyFiltered(in.Workspace, dst, func(p string) bool { return in.Task.Policy.IsIgnored(p) }); err != nil {
-		return "", fmt.Errorf("unable to copy workspace: %w", err)
+	tc, err := checkTree(in.Workspace, in.Task.Policy)
+	if err != nil {
+		return "", err
+	}
+	// Grade refused a tree that fails the check before any kind ran.
+	if rs := tc.Reasons(); len(rs) > 0 {
+		return "", infraf("the workspace changed during grading: %s", rs[0].Code)
+	}
+	if err := tc.copyTo(in.Workspace, dst); err != nil {
+		return "", infraf("unable to copy workspace: %v", err)
 	}
 	return dst, nil
 }
@@ -130,68 +140,17 @@ func restorePristine(in Input, dst string, rels []string) error {
 }
 
 // copyOne copies one regular file, making parent directories and
-// replacing whatever was at dst.
+// replacing whatever was at dst. A symbolic link at src is not followed:
+// it is an error.
 func copyOne(src, dst string) error {
-	fi, err := os.Stat(src)
+	fi, err := os.Lstat(src)
 	if err != nil {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", src)
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	if err := os.RemoveAll(dst); err != nil {
-		return err
-	}
-	return os.WriteFile(dst, b, fi.Mode().Perm()|0o444)
-}
-
-// copyFiltered copies the tree src to dst, leaving out every path for
-// which skip returns true (and what is below it). Symlinks are copied as
-// links; other special files are left out.
-func copyFiltered(src, dst string, skip func(rel string) bool) error {
-	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if rel == "." {
-			return os.MkdirAll(target, 0o755)
-		}
-		if skip(filepath.ToSlash(rel)) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case info.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case info.Mode()&os.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(l, target)
-		case info.Mode().IsRegular():
-			return copyOne(p, target)
-		}
-		return nil
-	})
+	return copyNoFollow(src, dst, fi.Mode().Perm()|0o444)
 }
 
 // pythonEnv is the environment of every Python a grader runs.

@@ -413,7 +413,10 @@ func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt,
 	}
 	undos.Push("remove grading copy", func() error { return os.RemoveAll(work) })
 	ws := filepath.Join(work, "workspace")
-	if err := tasks.CopyTree(finalDir, ws); err != nil {
+	// No link followed; what the agent left that may not be copied
+	// (links, FIFOs, a tree too deep) fails the verdict.
+	treeReasons, err := graders.CopyWorkspace(finalDir, ws, task.Policy)
+	if err != nil {
 		return apitype.Verdict{}, fmt.Errorf("unable to copy the final tree: %w", err)
 	}
 	if err := os.Remove(filepath.Join(ws, planFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -446,6 +449,7 @@ func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt,
 		Network:      networkUse(a.Network, agentHostname),
 		FinalMessage: finalMessage(stdoutPath),
 		ScratchRoot:  scratch,
+		TreeReasons:  treeReasons,
 	}
 	gv, err := graders.Grade(ctx, in, runner)
 	if err != nil {
