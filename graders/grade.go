@@ -161,6 +161,7 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		reasons = append(reasons, Reason{CodeNoReward, fmt.Sprintf("grader %s gave reward %d, pass %v", in.Task.Grader.Kind, kv.Reward, kv.Pass)})
 	}
 	v := Verdict{Reasons: reasons, Detail: kv.Detail}
+	withholdHidden(in.Task, &v)
 	if v.Reasons == nil {
 		v.Reasons = []Reason{}
 	}
@@ -379,4 +380,58 @@ func localModules(in Input) ([]string, error) {
 	out := sortedKeys(seen)
 	sort.Strings(out)
 	return out, nil
+}
+
+// withholdHidden is the last guard of the rule that a reason's message
+// carries codes, counts and public test names only: a message that still
+// names hidden test material (the base name of a file of the bundle's
+// tests/, a test function or class a hidden Python file defines, a run of six
+// or more digits one of those files holds, such as a golden) is replaced
+// by a plain one, and the original goes to Detail.
+func withholdHidden(t *tasks.Task, v *Verdict) {
+	if len(v.Reasons) == 0 {
+		return
+	}
+	tokens := hiddenTokens(t)
+	for i, r := range v.Reasons {
+		for _, tok := range tokens {
+			if strings.Contains(r.Message, tok) {
+				v.Detail += "\nwithheld message of " + r.Code + ": " + r.Message
+				v.Reasons[i].Message = "the check " + r.Code + " failed (its message named hidden test material and was withheld)"
+				break
+			}
+		}
+	}
+}
+
+var (
+	hiddenDefRE    = regexp.MustCompile(`(?m)^\s*(?:async\s+)?(?:def|class)\s+([Tt]est\w*)`)
+	hiddenDigitsRE = regexp.MustCompile(`\d{6,}`)
+)
+
+// hiddenTokens lists what names hidden test material, for withholdHidden.
+func hiddenTokens(t *tasks.Task) []string {
+	seen := map[string]bool{}
+	filepath.WalkDir(t.TestsDir(), func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if b := d.Name(); len(b) >= 6 && b != "README" && b != "README.md" {
+			seen[b] = true
+		}
+		src, err := os.ReadFile(p)
+		if err != nil || len(src) > 1<<20 {
+			return nil
+		}
+		if strings.HasSuffix(p, ".py") {
+			for _, m := range hiddenDefRE.FindAllStringSubmatch(string(src), -1) {
+				seen[m[1]] = true
+			}
+		}
+		for _, m := range hiddenDigitsRE.FindAllString(string(src), -1) {
+			seen[m] = true
+		}
+		return nil
+	})
+	return sortedKeys(seen)
 }

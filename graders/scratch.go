@@ -218,7 +218,9 @@ func (p pytestRun) FailedTests() bool { return !p.TimedOut && p.Exit == 1 && p.C
 // NoTests reports whether pytest collected no test.
 func (p pytestRun) NoTests() bool { return !p.TimedOut && p.Exit == 5 }
 
-// Describe is a short account of the run for a reason's message.
+// Describe is a short account of the run for a reason's message: what
+// ended it, or its counts. It never quotes the run's output or a test
+// id (the output may carry hidden tests' names and source); detail does.
 func (p pytestRun) Describe() string {
 	switch {
 	case p.TimedOut:
@@ -226,9 +228,9 @@ func (p pytestRun) Describe() string {
 	case p.Exit == 5:
 		return "collected no tests"
 	case p.Exit == 2:
-		return "stopped: " + firstErrorLine(p.Output)
+		return "stopped (pytest exit 2: interrupted, or a file failed to import)"
 	case p.Exit == 3:
-		return "pytest hit an internal error: " + firstErrorLine(p.Output)
+		return "pytest hit an internal error"
 	}
 	var parts []string
 	for _, k := range []string{"failed", "error", "passed", "skipped", "xfailed", "xpassed"} {
@@ -236,11 +238,17 @@ func (p pytestRun) Describe() string {
 			parts = append(parts, fmt.Sprintf("%d %s", n, k))
 		}
 	}
-	s := strings.Join(parts, ", ")
+	return strings.Join(parts, ", ")
+}
+
+// detail is the operator's account of the run for Verdict.Detail: the
+// failed ids, then the last n bytes of the output.
+func (p pytestRun) detail(n int) string {
+	s := ""
 	if len(p.Failed) > 0 {
-		s += ": " + shortList(p.Failed, 5)
+		s = "failed: " + shortList(p.Failed, 20) + "\n"
 	}
-	return s
+	return s + string(tail(p.Output, n))
 }
 
 // runPytest runs pytest and parses its summary. Exit 4 (usage) and a
@@ -336,16 +344,6 @@ func testName(id string) string {
 		id = id[:i]
 	}
 	return id
-}
-
-func firstErrorLine(out []byte) string {
-	for _, l := range strings.Split(string(out), "\n") {
-		l = strings.TrimSpace(l)
-		if strings.HasPrefix(l, "E ") || strings.HasPrefix(l, "ERROR") || strings.Contains(l, "Error:") {
-			return truncate(l, 200)
-		}
-	}
-	return truncate(strings.TrimSpace(string(tail(out, 200))), 200)
 }
 
 // tail returns the last n bytes of b.
