@@ -85,9 +85,9 @@ func newScratch(in Input, name string) (*scratch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unable to make scratch dir: %w", err)
 	}
-	// Graders may run as another uid in a sandbox: the scratch must be
-	// reachable by it. It holds copies only.
-	if err := os.Chmod(dir, 0o755); err != nil {
+	// The scratch holds copies of hidden tests: no other user may read
+	// it. A confined runner hands it to the uid its commands run as.
+	if err := os.Chmod(dir, 0o700); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("unable to make scratch dir: %w", err)
 	}

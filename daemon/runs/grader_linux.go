@@ -20,7 +20,8 @@ type GraderRunnerConfig struct {
 	// UID and GID run the grader's commands (non-zero); default 65534.
 	UID, GID int
 	// ScratchRoot is the graders.Input.ScratchRoot of the gradings this
-	// runner serves; "" means os.TempDir(), as for graders.
+	// runner serves; "" means os.TempDir(), as for graders (local tools
+	// only: the daemon always sets it). Captured output is kept there.
 	ScratchRoot string
 	// Mask lists host paths the grader's commands must not read (the
 	// task store with every task's hidden tests and goldens, benchd's
@@ -83,7 +84,9 @@ func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.R
 	if err := chownTree(top, g.cfg.UID, g.cfg.GID); err != nil {
 		return graders.RunResult{}, fmt.Errorf("unable to hand the scratch dir to uid %d: %w", g.cfg.UID, err)
 	}
-	outDir, err := os.MkdirTemp("", "benchd-grader-out-")
+	// The captured output (hidden tests' included) stays beside the
+	// scratch, root's, mode 0700.
+	outDir, err := os.MkdirTemp(g.cfg.ScratchRoot, "benchd-grader-out-")
 	if err != nil {
 		return graders.RunResult{}, fmt.Errorf("unable to make an output dir: %w", err)
 	}
