@@ -197,4 +197,3 @@ func readFile(t *testing.T, p string) string {
 	}
 	return string(b)
 }
-
