@@ -24,6 +24,7 @@ const (
 	CodeNetwork    = "network_used"       // the agent used the network on a closed task
 	CodeNonStdlib  = "non_stdlib_import"  // changed Python imports a module outside the standard library
 	CodeNoReward   = "no_reward"          // the kind gave reward 0 without a reason of its own
+	CodeGraderOOM  = "grader_oom"         // a grader command (the agent's code ran there) hit the task's memory limit
 )
 
 // ErrUnknownKind: the task names a grader kind no file registered.
@@ -135,15 +136,38 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if len(in.Network) > 0 && !in.Task.AllowInternet {
 		reasons = append(reasons, Reason{CodeNetwork, fmt.Sprintf("the task allows no network, and the agent tried %s", shortList(in.Network, 5))})
 	}
+	// Every command below runs the agent's files or code: one the OOM
+	// killer stopped (at the task's memory limit, which the daemon's
+	// runner applies) is the agent's failure, whatever the kind makes
+	// of its result.
+	oomr := &oomRunner{Runner: r}
+	r = oomr
 	imp, err := checkImports(ctx, in, r)
-	if err != nil {
+	if err != nil && !oomr.oomed() {
 		return Verdict{}, err
 	}
 	if len(imp) > 0 {
 		reasons = append(reasons, Reason{CodeNonStdlib, "imports outside the standard library: " + shortList(imp, 8)})
 	}
 
-	kv, err := fn(ctx, in, r)
+	var kv Verdict
+	if err == nil {
+		kv, err = fn(ctx, in, r)
+	}
+	if oomr.oomed() && (err == nil || errors.Is(err, ErrInfra)) {
+		reasons = append(reasons, Reason{CodeGraderOOM, fmt.Sprintf("a grader command running the agent's code was killed at the task's memory limit (%d MiB)", in.Task.MemoryMB)})
+		v := Verdict{Reasons: reasons, Detail: kv.Detail}
+		for _, kr := range kv.Reasons {
+			if kr.Code != tasks.CodePass && reasonCodeRE.MatchString(kr.Code) {
+				v.Reasons = append(v.Reasons, kr)
+			}
+		}
+		if err != nil {
+			v.Detail += "\n" + err.Error()
+		}
+		withholdHidden(in.Task, &v)
+		return v, nil
+	}
 	if err != nil {
 		return Verdict{}, fmt.Errorf("grader %s for task %s: %w", in.Task.Grader.Kind, in.Task.ID, err)
 	}
@@ -169,6 +193,29 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		v.Reward, v.Pass = 1, true
 	}
 	return v, nil
+}
+
+// oomRunner notes whether a command it ran was OOM-killed.
+type oomRunner struct {
+	Runner
+	mu  sync.Mutex
+	oom bool
+}
+
+func (o *oomRunner) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
+	res, err := o.Runner.Run(ctx, spec)
+	if err == nil && res.OOM {
+		o.mu.Lock()
+		o.oom = true
+		o.mu.Unlock()
+	}
+	return res, err
+}
+
+func (o *oomRunner) oomed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.oom
 }
 
 // agentReasons are the shared rules on the agent's own facts: its exit

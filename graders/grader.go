@@ -29,7 +29,9 @@
 // # Reason codes
 //
 // Shared rules: agent_exit_nonzero, timeout, wrong_files, network_used,
-// non_stdlib_import, no_reward. pytest: tests_failed, grader_timeout, and
+// non_stdlib_import, no_reward, grader_oom (a grader command, which runs
+// the agent's code, was OOM-killed: the daemon's runner gives every
+// command the task's [environment] memory_mb). pytest: tests_failed, grader_timeout, and
 // any code a task maps failed tests to (RT-03's bin_calls_text).
 // dual-run: tests_fail_reference, bug_not_caught, tests_detect_file,
 // tests_read_impl, tests_import_oracle, grader_timeout. The other kinds

@@ -80,7 +80,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return fail(stderr, 2, "grade: unable to prepare cgroups for the graders: %v", err)
 		}
 		defer deleg.Undo()
-		runner = runs.ConfinedGraderRunner(runs.GraderRunnerConfig{Mask: []string{store}, CgroupParent: deleg.Parent})
+		runner = runs.ConfinedGraderRunner(runs.GraderRunnerConfig{Mask: []string{store}, CgroupParent: deleg.Parent, MemoryMax: int64(task.MemoryMB) << 20})
 	}
 	v, err := graders.Grade(ctx, graders.Input{Task: task, Workspace: ws}, runner)
 	if err != nil {

@@ -451,6 +451,7 @@ func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt,
 	runner := ConfinedGraderRunner(GraderRunnerConfig{
 		UID: e.cfg.AgentUID, GID: e.cfg.AgentGID,
 		ScratchRoot:  scratch,
+		MemoryMax:    int64(task.MemoryMB) << 20,
 		Mask:         []string{e.cfg.StateDir, e.cfg.TasksDir},
 		CgroupParent: e.cfg.CgroupParent,
 		NetnsRunDir:  e.cfg.NetnsRunDir,
