@@ -88,8 +88,8 @@ var reasonCodeRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 // holding a symbolic link graders may not follow (unsafe_link), a FIFO,
 // socket or device (special_file), or beyond the tree limits
 // (tree_limits), or one copied from such a tree (in.TreeReasons), fails
-// with those reasons and the agent's exit and timeout rules; no kind
-// runs on it.
+// with those reasons and the agent's exit, timeout and network rules; no
+// kind runs on it.
 //
 // The verdict passes when the kind gives reward 1 and pass and every
 // shared rule holds; then Reward is 1 and Reasons is empty (not a "pass"
@@ -118,7 +118,10 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	}
 	if tree := mergeReasons(in.TreeReasons, tc.Reasons()); len(tree) > 0 {
 		// No kind grades a tree it may not copy.
-		return Verdict{Reasons: append(agentReasons(in), tree...)}, nil
+		v := Verdict{Reasons: append(agentReasons(in), networkReasons(in)...)}
+		v.Reasons = append(v.Reasons, tree...)
+		withholdHidden(in.Task, &v)
+		return v, nil
 	}
 	if in.Changeset == nil {
 		cs, err := DeriveChangeset(in.Task, in.Workspace)
@@ -133,9 +136,7 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		reasons = append(reasons, Reason{CodeWrongFiles, fmt.Sprintf("changed files the task does not allow (allowed: %s): %s",
 			strings.Join(in.Task.Policy.Allow, ", "), shortList(bad, 8))})
 	}
-	if len(in.Network) > 0 && !in.Task.AllowInternet {
-		reasons = append(reasons, Reason{CodeNetwork, fmt.Sprintf("the task allows no network, and the agent tried %s", shortList(in.Network, 5))})
-	}
+	reasons = append(reasons, networkReasons(in)...)
 	// Every command below runs the agent's files or code: one the OOM
 	// killer stopped (at the task's memory limit, which the daemon's
 	// runner applies) is the agent's failure, whatever the kind makes
@@ -229,6 +230,15 @@ func agentReasons(in Input) []Reason {
 		reasons = append(reasons, Reason{CodeTimeout, "the agent hit its time limit and was killed: a timeout fails with no partial credit"})
 	}
 	return reasons
+}
+
+// networkReasons is the network rule: no network unless the task
+// allows it.
+func networkReasons(in Input) []Reason {
+	if len(in.Network) > 0 && !in.Task.AllowInternet {
+		return []Reason{{CodeNetwork, fmt.Sprintf("the task allows no network, and the agent tried %s", shortList(in.Network, 5))}}
+	}
+	return nil
 }
 
 // mergeReasons is a then b, leaving out b's reasons whose code a has.
