@@ -241,6 +241,14 @@ func (p pytestRun) Describe() string {
 	return strings.Join(parts, ", ")
 }
 
+// operatorLine is Describe with the failed ids, for Verdict.Detail.
+func (p pytestRun) operatorLine() string {
+	if len(p.Failed) == 0 {
+		return p.Describe()
+	}
+	return p.Describe() + ": " + shortList(p.Failed, 10)
+}
+
 // detail is the operator's account of the run for Verdict.Detail: the
 // failed ids, then the last n bytes of the output.
 func (p pytestRun) detail(n int) string {
