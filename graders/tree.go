@@ -31,6 +31,9 @@ const (
 	MaxTreePath    = 1024    // bytes of a path relative to the workspace
 )
 
+// maxTreeEntries is MaxTreeEntries; tests lower it.
+var maxTreeEntries = MaxTreeEntries
+
 // treeEntry is a directory or regular file a grading copy holds.
 type treeEntry struct {
 	rel  string // slash-separated, relative to the tree's root
@@ -94,8 +97,8 @@ func (tc *treeCheck) walk(abs, rel string, depth int, p journal.Policy) error {
 			r = e.Name()
 		}
 		tc.count++
-		if tc.count > MaxTreeEntries {
-			tc.limits = append(tc.limits, fmt.Sprintf("more than %d entries", MaxTreeEntries))
+		if tc.count > maxTreeEntries {
+			tc.limits = append(tc.limits, fmt.Sprintf("more than %d entries", maxTreeEntries))
 			return errTreeStop
 		}
 		if len(r) > MaxTreePath {
@@ -163,7 +166,7 @@ func (tc *treeCheck) Reasons() []Reason {
 	}
 	if len(tc.limits) > 0 {
 		out = append(out, Reason{CodeTreeLimits, fmt.Sprintf("the workspace is beyond the tree limits (%d entries, %d directories deep, %d-byte paths): %s",
-			MaxTreeEntries, MaxTreeDepth, MaxTreePath, shortList(tc.limits, 3))})
+			maxTreeEntries, MaxTreeDepth, MaxTreePath, shortList(tc.limits, 3))})
 	}
 	return out
 }

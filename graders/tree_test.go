@@ -148,14 +148,18 @@ func TestTreeRules(t *testing.T) {
 	}
 }
 
-// TestTreeLimitsEntries checks the entry limit with a tree of
-// MaxTreeEntries+1 empty files in an ignored directory.
+// TestTreeLimitsEntries checks the entry limit, lowered to 1000, with a
+// tree of 1001 empty files in an ignored directory. (At the real limit
+// the test process would grow, and ExecRunner's MaxRSS of every later
+// command with it: a vfork'ed child's ru_maxrss starts at its parent's.)
 func TestTreeLimitsEntries(t *testing.T) {
+	defer func(n int) { maxTreeEntries = n }(maxTreeEntries)
+	maxTreeEntries = 1000
 	task := loadRepoTask(t, "rt-01")
 	ws := t.TempDir()
 	d := filepath.Join(ws, "__pycache__")
 	os.Mkdir(d, 0o755)
-	for i := range MaxTreeEntries + 1 {
+	for i := range maxTreeEntries + 1 {
 		f, err := os.Create(filepath.Join(d, "f"+strconv.Itoa(i)))
 		if err != nil {
 			t.Fatal(err)
