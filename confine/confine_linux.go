@@ -91,6 +91,7 @@ func Start(ctx context.Context, spec Spec) (_ *Job, retErr error) {
 		Name:      spec.Name,
 		MemoryMax: spec.MemoryMax,
 		PidsMax:   spec.PidsMax,
+		CPUWeight: spec.CPUWeight,
 		Logger:    spec.Logger,
 	})
 	if err != nil {

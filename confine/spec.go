@@ -56,6 +56,9 @@ type Spec struct {
 	// our own. PidsMax limits tasks; 0 means DefaultPidsMax.
 	MemoryMax int64
 	PidsMax   int64
+	// CPUWeight is the group's share of contended CPU (limits.Config);
+	// 0 leaves the default.
+	CPUWeight uint64
 
 	// Network is netns.Closed (the zero value) or netns.Open. Gateways are
 	// reachable in either mode.

@@ -92,7 +92,7 @@ func gradeDualRun(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	}
 	timedOut := ref.TimedOut || planted.TimedOut
 	var details []string
-	details = append(details, "reference: "+ref.Describe(), "planted: "+planted.Describe())
+	details = append(details, "reference: "+ref.operatorLine(), "planted: "+planted.operatorLine())
 	refOK := ref.Passed()
 	caught := planted.FailedTests()
 	switch {
@@ -120,7 +120,7 @@ func gradeDualRun(ctx context.Context, in Input, r Runner) (Verdict, error) {
 			return Verdict{}, err
 		}
 		timedOut = timedOut || res.TimedOut
-		details = append(details, variantLabel(in, alt)+": "+res.Describe())
+		details = append(details, variantLabel(in, alt)+": "+res.operatorLine())
 		if !res.TimedOut && !res.Passed() {
 			detect = append(detect, fmt.Sprintf("they pass on the reference but fail on another correct implementation (%s)", res.Describe()))
 		}
@@ -131,7 +131,7 @@ func gradeDualRun(ctx context.Context, in Input, r Runner) (Verdict, error) {
 			return Verdict{}, err
 		}
 		timedOut = timedOut || res.TimedOut
-		details = append(details, variantLabel(in, alt)+": "+res.Describe())
+		details = append(details, variantLabel(in, alt)+": "+res.operatorLine())
 		if !res.TimedOut && !res.FailedTests() {
 			detect = append(detect, fmt.Sprintf("they fail on the planted file but not on another implementation with the same bug (%s)", res.Describe()))
 		}

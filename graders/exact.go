@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math/big"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -124,8 +125,8 @@ func gradeExact(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, infraf("kind exact: %v", err)
 	}
-	v := Verdict{Detail: fmt.Sprintf("%s() returned %s (%s); stderr: %s", call, er.Repr, er.Type, tail(res.Stderr, 1000))}
-	v.Reasons = judgeExact(call, golden, er, found, res)
+	reasons, why := judgeExact(call, golden, er, found, res)
+	v := Verdict{Reasons: reasons, Detail: fmt.Sprintf("%s() returned %s (%s); %s; stderr: %s", call, er.Repr, er.Type, why, tail(res.Stderr, 1000))}
 	if len(v.Reasons) == 0 {
 		v.Reward, v.Pass = 1, true
 	}
@@ -151,28 +152,53 @@ func loadExactGolden(path string) (exactGolden, error) {
 }
 
 // judgeExact turns the call's result into reasons; none means it passed.
-func judgeExact(call string, golden exactGolden, er exactResult, found bool, res RunResult) []Reason {
+// Messages never carry the golden, the near misses the golden file
+// names, the call's output or its exception text (which the agent's code
+// chooses): those go to the detail it returns, for the operator.
+func judgeExact(call string, golden exactGolden, er exactResult, found bool, res RunResult) ([]Reason, string) {
 	switch {
 	case res.TimedOut:
-		return []Reason{{CodeCallError, fmt.Sprintf("%s() did not return within the time limit (%s)", call, res.Wall.Round(time.Millisecond))}}
+		return []Reason{{CodeCallError, fmt.Sprintf("%s() did not return within the time limit (%s)", call, res.Wall.Round(time.Millisecond))}}, ""
 	case !found:
-		return []Reason{{CodeCallError, fmt.Sprintf("the call of %s() did not finish: exit %d: %s", call, res.ExitCode, strings.TrimSpace(string(tail(res.Stderr, 300))))}}
+		return []Reason{{CodeCallError, fmt.Sprintf("the call of %s() did not finish: exit %d", call, res.ExitCode)}}, ""
 	case er.Stage == "import":
-		return []Reason{{CodeImportError, fmt.Sprintf("importing %s failed: %s", strings.Split(call, ":")[0], er.Error)}}
+		return []Reason{{CodeImportError, fmt.Sprintf("importing %s failed%s", strings.Split(call, ":")[0], errorClass(er.Error))}}, er.Error
 	case er.Stage == "call":
-		return []Reason{{CodeCallError, fmt.Sprintf("calling %s() failed: %s", call, er.Error)}}
+		return []Reason{{CodeCallError, fmt.Sprintf("calling %s() failed%s", call, errorClass(er.Error))}}, er.Error
 	case er.Value == "":
-		return []Reason{{CodeWrongType, fmt.Sprintf("%s() returned %s, a %s: want an int", call, er.Repr, er.Type)}}
+		return []Reason{{CodeWrongType, fmt.Sprintf("%s() returned a %s: want an int", call, safeName(er.Type))}}, ""
 	}
 	got, ok := new(big.Int).SetString(er.Value, 10)
 	if !ok {
-		return []Reason{{CodeWrongType, fmt.Sprintf("%s() returned %q, which is not a decimal integer", call, er.Value)}}
+		return []Reason{{CodeWrongType, fmt.Sprintf("%s() returned something that is not a decimal integer", call)}}, ""
 	}
 	want := big.NewInt(golden.Value)
 	if got.Cmp(want) == 0 {
-		return nil
+		return nil, ""
 	}
-	return []Reason{{CodeWrongValue, fmt.Sprintf("%s() returned %s, want %s: %s", call, got, want, describeMiss(got, want, golden.NearMisses))}}
+	return []Reason{{CodeWrongValue, fmt.Sprintf("%s() returned an int that is not the golden value", call)}},
+		fmt.Sprintf("returned %s, want %s: %s", got, want, describeMiss(got, want, golden.NearMisses))
+}
+
+var pyNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]{0,79}$`)
+
+// safeName is a Python type name, or "value of another type" when it
+// is not one (a type's name is the agent's code's to choose).
+func safeName(s string) string {
+	if pyNameRE.MatchString(s) {
+		return s
+	}
+	return "value of another type"
+}
+
+// errorClass is ": ExcType" of a Python "ExcType: text" error line, or
+// "" when it does not start with a name.
+func errorClass(e string) string {
+	cls, _, _ := strings.Cut(e, ":")
+	if !pyNameRE.MatchString(strings.TrimSpace(cls)) {
+		return ""
+	}
+	return ": " + strings.TrimSpace(cls)
 }
 
 // describeMiss says what a wrong value looks like: a named near miss,

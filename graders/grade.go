@@ -24,6 +24,7 @@ const (
 	CodeNetwork    = "network_used"       // the agent used the network on a closed task
 	CodeNonStdlib  = "non_stdlib_import"  // changed Python imports a module outside the standard library
 	CodeNoReward   = "no_reward"          // the kind gave reward 0 without a reason of its own
+	CodeGraderOOM  = "grader_oom"         // a grader command (the agent's code ran there) hit the task's memory limit
 )
 
 // ErrUnknownKind: the task names a grader kind no file registered.
@@ -83,6 +84,13 @@ var reasonCodeRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 //     (non_stdlib_import; checked with /usr/bin/python3's ast and
 //     sys.stdlib_module_names).
 //
+// Before any of it, the tree rules (checkTree in tree.go): a workspace
+// holding a symbolic link graders may not follow (unsafe_link), a FIFO,
+// socket or device (special_file), or beyond the tree limits
+// (tree_limits), or one copied from such a tree (in.TreeReasons), fails
+// with those reasons and the agent's exit, timeout and network rules; no
+// kind runs on it.
+//
 // The verdict passes when the kind gives reward 1 and pass and every
 // shared rule holds; then Reward is 1 and Reasons is empty (not a "pass"
 // reason). Otherwise Reward is 0 and Reasons lists every rule that
@@ -104,6 +112,17 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if !ok {
 		return Verdict{}, fmt.Errorf("%w %q (task %s)", ErrUnknownKind, in.Task.Grader.Kind, in.Task.ID)
 	}
+	tc, err := checkTree(in.Workspace, in.Task.Policy)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if tree := mergeReasons(in.TreeReasons, tc.Reasons()); len(tree) > 0 {
+		// No kind grades a tree it may not copy.
+		v := Verdict{Reasons: append(agentReasons(in), networkReasons(in)...)}
+		v.Reasons = append(v.Reasons, tree...)
+		withholdHidden(in.Task, &v)
+		return v, nil
+	}
 	if in.Changeset == nil {
 		cs, err := DeriveChangeset(in.Task, in.Workspace)
 		if err != nil {
@@ -112,29 +131,44 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		in.Changeset = cs
 	}
 
-	var reasons []Reason
-	if in.AgentExit != nil && *in.AgentExit != 0 {
-		reasons = append(reasons, Reason{CodeAgentExit, fmt.Sprintf("the agent exited with status %d, not 0", *in.AgentExit)})
-	}
-	if in.TimedOut {
-		reasons = append(reasons, Reason{CodeTimeout, "the agent hit its time limit and was killed: a timeout fails with no partial credit"})
-	}
+	reasons := agentReasons(in)
 	if bad := deniedChanges(in.Task.Policy, in.Changeset); len(bad) > 0 {
 		reasons = append(reasons, Reason{CodeWrongFiles, fmt.Sprintf("changed files the task does not allow (allowed: %s): %s",
 			strings.Join(in.Task.Policy.Allow, ", "), shortList(bad, 8))})
 	}
-	if len(in.Network) > 0 && !in.Task.AllowInternet {
-		reasons = append(reasons, Reason{CodeNetwork, fmt.Sprintf("the task allows no network, and the agent tried %s", shortList(in.Network, 5))})
-	}
+	reasons = append(reasons, networkReasons(in)...)
+	// Every command below runs the agent's files or code: one the OOM
+	// killer stopped (at the task's memory limit, which the daemon's
+	// runner applies) is the agent's failure, whatever the kind makes
+	// of its result.
+	oomr := &oomRunner{Runner: r}
+	r = oomr
 	imp, err := checkImports(ctx, in, r)
-	if err != nil {
+	if err != nil && !oomr.oomed() {
 		return Verdict{}, err
 	}
 	if len(imp) > 0 {
 		reasons = append(reasons, Reason{CodeNonStdlib, "imports outside the standard library: " + shortList(imp, 8)})
 	}
 
-	kv, err := fn(ctx, in, r)
+	var kv Verdict
+	if err == nil {
+		kv, err = fn(ctx, in, r)
+	}
+	if oomr.oomed() && (err == nil || errors.Is(err, ErrInfra)) {
+		reasons = append(reasons, Reason{CodeGraderOOM, fmt.Sprintf("a grader command running the agent's code was killed at the task's memory limit (%d MiB)", in.Task.MemoryMB)})
+		v := Verdict{Reasons: reasons, Detail: kv.Detail}
+		for _, kr := range kv.Reasons {
+			if kr.Code != tasks.CodePass && reasonCodeRE.MatchString(kr.Code) {
+				v.Reasons = append(v.Reasons, kr)
+			}
+		}
+		if err != nil {
+			v.Detail += "\n" + err.Error()
+		}
+		withholdHidden(in.Task, &v)
+		return v, nil
+	}
 	if err != nil {
 		return Verdict{}, fmt.Errorf("grader %s for task %s: %w", in.Task.Grader.Kind, in.Task.ID, err)
 	}
@@ -152,6 +186,7 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		reasons = append(reasons, Reason{CodeNoReward, fmt.Sprintf("grader %s gave reward %d, pass %v", in.Task.Grader.Kind, kv.Reward, kv.Pass)})
 	}
 	v := Verdict{Reasons: reasons, Detail: kv.Detail}
+	withholdHidden(in.Task, &v)
 	if v.Reasons == nil {
 		v.Reasons = []Reason{}
 	}
@@ -159,6 +194,66 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		v.Reward, v.Pass = 1, true
 	}
 	return v, nil
+}
+
+// oomRunner notes whether a command it ran was OOM-killed.
+type oomRunner struct {
+	Runner
+	mu  sync.Mutex
+	oom bool
+}
+
+func (o *oomRunner) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
+	res, err := o.Runner.Run(ctx, spec)
+	if err == nil && res.OOM {
+		o.mu.Lock()
+		o.oom = true
+		o.mu.Unlock()
+	}
+	return res, err
+}
+
+func (o *oomRunner) oomed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.oom
+}
+
+// agentReasons are the shared rules on the agent's own facts: its exit
+// status and its time limit.
+func agentReasons(in Input) []Reason {
+	var reasons []Reason
+	if in.AgentExit != nil && *in.AgentExit != 0 {
+		reasons = append(reasons, Reason{CodeAgentExit, fmt.Sprintf("the agent exited with status %d, not 0", *in.AgentExit)})
+	}
+	if in.TimedOut {
+		reasons = append(reasons, Reason{CodeTimeout, "the agent hit its time limit and was killed: a timeout fails with no partial credit"})
+	}
+	return reasons
+}
+
+// networkReasons is the network rule: no network unless the task
+// allows it.
+func networkReasons(in Input) []Reason {
+	if len(in.Network) > 0 && !in.Task.AllowInternet {
+		return []Reason{{CodeNetwork, fmt.Sprintf("the task allows no network, and the agent tried %s", shortList(in.Network, 5))}}
+	}
+	return nil
+}
+
+// mergeReasons is a then b, leaving out b's reasons whose code a has.
+func mergeReasons(a, b []Reason) []Reason {
+	out := append([]Reason(nil), a...)
+	for _, r := range b {
+		dup := false
+		for _, x := range a {
+			dup = dup || x.Code == r.Code
+		}
+		if !dup {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Has reports whether the verdict carries a reason with code.
@@ -342,4 +437,58 @@ func localModules(in Input) ([]string, error) {
 	out := sortedKeys(seen)
 	sort.Strings(out)
 	return out, nil
+}
+
+// withholdHidden is the last guard of the rule that a reason's message
+// carries codes, counts and public test names only: a message that still
+// names hidden test material (the base name of a file of the bundle's
+// tests/, a test function or class a hidden Python file defines, a run of six
+// or more digits one of those files holds, such as a golden) is replaced
+// by a plain one, and the original goes to Detail.
+func withholdHidden(t *tasks.Task, v *Verdict) {
+	if len(v.Reasons) == 0 {
+		return
+	}
+	tokens := hiddenTokens(t)
+	for i, r := range v.Reasons {
+		for _, tok := range tokens {
+			if strings.Contains(r.Message, tok) {
+				v.Detail += "\nwithheld message of " + r.Code + ": " + r.Message
+				v.Reasons[i].Message = "the check " + r.Code + " failed (its message named hidden test material and was withheld)"
+				break
+			}
+		}
+	}
+}
+
+var (
+	hiddenDefRE    = regexp.MustCompile(`(?m)^\s*(?:async\s+)?(?:def|class)\s+([Tt]est\w*)`)
+	hiddenDigitsRE = regexp.MustCompile(`\d{6,}`)
+)
+
+// hiddenTokens lists what names hidden test material, for withholdHidden.
+func hiddenTokens(t *tasks.Task) []string {
+	seen := map[string]bool{}
+	filepath.WalkDir(t.TestsDir(), func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if b := d.Name(); len(b) >= 6 && b != "README" && b != "README.md" {
+			seen[b] = true
+		}
+		src, err := os.ReadFile(p)
+		if err != nil || len(src) > 1<<20 {
+			return nil
+		}
+		if strings.HasSuffix(p, ".py") {
+			for _, m := range hiddenDefRE.FindAllStringSubmatch(string(src), -1) {
+				seen[m[1]] = true
+			}
+		}
+		for _, m := range hiddenDigitsRE.FindAllString(string(src), -1) {
+			seen[m] = true
+		}
+		return nil
+	})
+	return sortedKeys(seen)
 }

@@ -29,11 +29,43 @@
 // # Reason codes
 //
 // Shared rules: agent_exit_nonzero, timeout, wrong_files, network_used,
-// non_stdlib_import, no_reward. pytest: tests_failed, grader_timeout, and
+// non_stdlib_import, no_reward, grader_oom (a grader command, which runs
+// the agent's code, was OOM-killed: the daemon's runner gives every
+// command the task's [environment] memory_mb). pytest: tests_failed, grader_timeout, and
 // any code a task maps failed tests to (RT-03's bin_calls_text).
 // dual-run: tests_fail_reference, bug_not_caught, tests_detect_file,
 // tests_read_impl, tests_import_oracle, grader_timeout. The other kinds
 // document theirs in their files.
+//
+// Tree rules, checked before any kind runs (tree.go): unsafe_link,
+// special_file, tree_limits.
+//
+// # What a verdict shows, and to whom
+//
+// Reason.Code and Reason.Message are public: the daemon stores them with
+// the attempt, and the API (GET /v1/attempts/ID), benchctl show, list,
+// the board, scorecards and export archives show them to whoever runs
+// the agent. A message carries codes, counts, the names of public tests
+// and the grader's own words only: never the name, id, source or output
+// of a hidden test, a diff, nor a golden or anything the golden file
+// holds. A run's output is never quoted into a message, since the agent's
+// code writes it (it could print a forged failure id carrying whatever
+// it read). Grade checks every message last (withholdHidden) and replaces
+// one that still names a file of the bundle's tests/, a hidden test
+// function or class, or a six-digit run from those files.
+//
+// Verdict.Detail is operator-only: the failed ids, the tail of the
+// output, the golden and what the miss looks like. The daemon never
+// stores or serves it (apitype.Verdict has no such field); it goes to the
+// daemon's debug log, and benchd grade (a local tool of the operator)
+// prints it with --json.
+//
+// # Trusted inputs
+//
+// The bundle (task.toml, tests/, solution/) and the Input's agent facts
+// come from the daemon. Everything in Workspace, and everything a grader
+// command prints, is the agent's: kinds parse it to score, but it never
+// reaches a message verbatim.
 //
 // # Runners
 //
@@ -52,6 +84,7 @@ import (
 )
 
 // Reason is one reason in a verdict: a stable code and a human sentence.
+// Both are public: a message never names hidden test material.
 type Reason struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
@@ -62,8 +95,10 @@ type Verdict struct {
 	Reward  int      `json:"reward"` // 0 or 1
 	Pass    bool     `json:"pass"`
 	Reasons []Reason `json:"reasons"` // never nil in JSON; empty when Pass
-	// Detail is the tail of the grader's output (test failures), for
-	// people reading a disputed grade; never used to decide it.
+	// Detail is the tail of the grader's output (test failures, hidden
+	// ones included), for the operator reading a disputed grade; never
+	// used to decide it, never shown to the agent's owner (see the
+	// package doc).
 	Detail string `json:"detail,omitempty"`
 }
 
@@ -86,6 +121,10 @@ type Input struct {
 	// means the system's temporary directory. The Runner must make
 	// directories below it available to the commands it runs.
 	ScratchRoot string
+	// TreeReasons are the reasons CopyWorkspace gave when the caller
+	// made Workspace as a copy of the agent's tree; Grade fails the
+	// verdict with them.
+	TreeReasons []Reason
 }
 
 // Runner runs one command for a grader. The daemon supplies a runner

@@ -3,8 +3,10 @@ package graders
 import (
 	"context"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -70,21 +72,72 @@ func gradePytest(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	v := Verdict{Detail: string(tail(run.Output, 4000))}
+	v := Verdict{Detail: run.detail(4000)}
 	switch {
 	case run.TimedOut:
 		v.Reasons = []Reason{{CodeGraderTimeout, fmt.Sprintf("the tests ran past the %s limit", verifierTimeout(in))}}
 	case run.Passed():
 		v.Reward, v.Pass = 1, true
 	default:
-		v.Reasons = failureReasons(run, codes)
+		v.Reasons = failureReasons(run, codes, publicTests(in, public))
 	}
 	return v, nil
 }
 
+// publicTests names the test functions the bundle's public test files
+// define, as "file.py::name" (base name, no class, no parameters): the
+// only test names a reason's message may carry. They are read from the
+// bundle, never from a run's output.
+func publicTests(in Input, public []string) map[string]bool {
+	names := map[string]bool{}
+	for _, f := range public {
+		b, err := os.ReadFile(filepath.Join(in.Task.WorkspaceDir(), filepath.FromSlash(f)))
+		if err != nil {
+			continue
+		}
+		for _, m := range defRE.FindAllStringSubmatch(string(b), -1) {
+			names[path.Base(f)+"::"+m[1]] = true
+		}
+	}
+	return names
+}
+
+var defRE = regexp.MustCompile(`(?m)^\s*(?:async\s+)?def\s+(test\w*)\s*\(`)
+
+// publicName is the id's "file.py::name" when it names a public test,
+// else "".
+func publicName(id string, public map[string]bool) string {
+	file, _, _ := strings.Cut(id, "::")
+	n := path.Base(file) + "::" + testName(id)
+	if public[n] {
+		return n
+	}
+	return ""
+}
+
+// describeFailed says how many of ids failed, naming the public ones
+// only: a failure id is a run's output, which the agent's code could
+// forge, and a hidden test's name is not for the agent's owner.
+func describeFailed(ids []string, public map[string]bool) string {
+	var pub []string
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if n := publicName(id, public); n != "" && !seen[n] {
+			seen[n] = true
+			pub = append(pub, n)
+		}
+	}
+	s := fmt.Sprintf("%d failed", len(ids))
+	if len(pub) > 0 {
+		s += ", public among them: " + shortList(pub, 5)
+	}
+	return s
+}
+
 // failureReasons turns a failed pytest run into reasons: failed tests
 // whose names match a codes glob carry that code, the rest tests_failed.
-func failureReasons(run pytestRun, codes map[string][]string) []Reason {
+// Messages carry counts and the names of public tests only.
+func failureReasons(run pytestRun, codes map[string][]string, public map[string]bool) []Reason {
 	byCode := map[string][]string{}
 	var plain []string
 	for _, id := range run.Failed {
@@ -104,12 +157,15 @@ func failureReasons(run pytestRun, codes map[string][]string) []Reason {
 	}
 	var out []Reason
 	for _, c := range sortedKeys(byCode) {
-		out = append(out, Reason{c, fmt.Sprintf("%d tests of this rule failed: %s", len(byCode[c]), shortList(byCode[c], 5))})
+		out = append(out, Reason{c, "tests of this rule failed: " + describeFailed(byCode[c], public)})
 	}
 	if len(plain) > 0 || len(out) == 0 {
 		msg := "the tests did not all pass: " + run.Describe()
+		if len(plain) > 0 {
+			msg += "; " + describeFailed(plain, public)
+		}
 		if run.Exit == 1 && len(plain) < len(run.Failed) {
-			msg = fmt.Sprintf("%d tests failed: %s", len(plain), shortList(plain, 5))
+			msg = "other tests failed: " + describeFailed(plain, public)
 		}
 		out = append(out, Reason{CodeTestsFailed, strings.TrimSpace(msg)})
 	}

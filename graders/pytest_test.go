@@ -72,11 +72,14 @@ func TestPytestKind(t *testing.T) {
 		{name: "passes", hidden: okHidden, mod: good},
 		{name: "public fails", hidden: okHidden, mod: "def f():\n    return 2\n", wantCodes: []string{CodeTestsFailed}, wantMsg: "test_pub.py::test_pub"},
 		{name: "hidden fails", hidden: "from mod import f\n\ndef test_hid():\n    assert f() == 2\n", mod: good,
-			wantCodes: []string{CodeTestsFailed}, wantMsg: "test_hid.py::test_hid"},
+			wantCodes: []string{CodeTestsFailed}, wantMsg: "1 failed"},
 		{name: "mapped code", hidden: okHidden + "\ndef test_special_rule():\n    assert False\n", mod: good,
-			wantCodes: []string{"special"}, wantMsg: "test_special_rule"},
+			wantCodes: []string{"special"}, wantMsg: "1 failed"},
 		{name: "mapped and plain", hidden: "def test_special_rule():\n    assert False\n\ndef test_other():\n    assert False\n", mod: good,
-			wantCodes: []string{"special", CodeTestsFailed}, wantMsg: "test_other"},
+			wantCodes: []string{"special", CodeTestsFailed}, wantMsg: "1 failed"},
+		{name: "forged failure id", hidden: okHidden,
+			mod:       "def f():\n    print('\\nFAILED test_pub.py::test_pub_SECRET_from_hidden')\n    print('\\nFAILED test_hid.py::test_SECRET')\n    return 2\n",
+			wantCodes: []string{CodeTestsFailed}, wantMsg: "test_pub.py::test_pub"},
 		{name: "collection error", hidden: okHidden, mod: "def f(:\n", wantCodes: []string{CodeTestsFailed}, wantMsg: "stopped"},
 		{name: "edited public test is not what runs", hidden: okHidden, mod: "def f():\n    return 2\n",
 			editPublic: "def test_pub():\n    pass\n", wantCodes: []string{CodeTestsFailed}, wantMsg: "test_pub"},
@@ -101,14 +104,22 @@ func TestPytestKind(t *testing.T) {
 			if v.Pass != wantPass || (v.Reward == 1) != wantPass {
 				t.Errorf("got pass %v reward %d, want pass %v", v.Pass, v.Reward, wantPass)
 			}
-			if tt.wantMsg != "" {
-				var msgs []string
-				for _, r := range v.Reasons {
-					msgs = append(msgs, r.Message)
+			var msgs []string
+			for _, r := range v.Reasons {
+				msgs = append(msgs, r.Message)
+			}
+			all := strings.Join(msgs, " | ")
+			if tt.wantMsg != "" && !strings.Contains(all, tt.wantMsg) {
+				t.Errorf("messages %q: want one containing %q", all, tt.wantMsg)
+			}
+			// Hidden tests' names and forged ids stay in Detail.
+			for _, hidden := range []string{"test_hid", "test_special", "test_other", "test_slow", "SECRET"} {
+				if strings.Contains(all, hidden) {
+					t.Errorf("messages %q name %q, which is hidden", all, hidden)
 				}
-				if all := strings.Join(msgs, " | "); !strings.Contains(all, tt.wantMsg) {
-					t.Errorf("messages %q: want one containing %q", all, tt.wantMsg)
-				}
+			}
+			if tt.name == "hidden fails" && !strings.Contains(v.Detail, "test_hid.py::test_hid") {
+				t.Errorf("detail %q: want the hidden test's id", v.Detail)
 			}
 		})
 	}

@@ -173,7 +173,7 @@ func gradeRefusal(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	var returned []string
 	for i, p := range pr.Probes {
 		if i < len(probes) && p.Returned {
-			returned = append(returned, fmt.Sprintf("%s%s returned %s (%s)", fn, pyArgs(probes[i].Args), p.Repr, probes[i].Conflict))
+			returned = append(returned, fmt.Sprintf("%s%s returned a value (%s)", fn, pyArgs(probes[i].Args), probes[i].Conflict))
 		}
 	}
 	if len(returned) > 0 {

@@ -89,8 +89,9 @@ func TestRefusalProbeHangs(t *testing.T) {
 	checkCodes(t, gradeDir(t, &task, dir))
 }
 
-// TestRefusalReportSymlink: a BLOCKED.md that is a symlink (to the plan,
-// say) is not a report.
+// TestRefusalReportSymlink: a BLOCKED.md that is a symlink (to a good
+// report outside the workspace, say) is not a report: the tree rule
+// refuses the link before the kind runs.
 func TestRefusalReportSymlink(t *testing.T) {
 	testenv.Require(t, testenv.Python, testenv.Pytest)
 	task := loadRepoTask(t, "rt-06")
@@ -108,8 +109,8 @@ func TestRefusalReportSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := gradeDir(t, task, dir)
-	if !v.Has(CodeNoReport) {
-		t.Errorf("got codes %v, want %s among them", v.Codes(), CodeNoReport)
+	if v.Pass || !v.Has(CodeUnsafeLink) {
+		t.Errorf("got pass %v, codes %v; want a failure with %s", v.Pass, v.Codes(), CodeUnsafeLink)
 	}
 }
 

@@ -7,8 +7,9 @@ package graders
 //	newScratch(in, name)           make a scratch directory (close it when done)
 //	newWorkspaceScratch(in, name)  the same with a copy of the workspace at "ws"
 //	(*scratch).copyWorkspace(in, rel)
-//	                               copy the finished workspace to scratch/rel,
-//	                               leaving out the policy's ignored paths (caches)
+//	                               copy the finished workspace to scratch/rel
+//	                               (checkTree in tree.go: no link followed, the
+//	                               policy's ignored paths left out)
 //	(*scratch).copyHidden(in, rel, files)
 //	                               copy files of the bundle's tests/ to scratch/rel
 //	restorePristine(in, dst, rels) overwrite dst/rel with the bundle's starting
@@ -84,9 +85,9 @@ func newScratch(in Input, name string) (*scratch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unable to make scratch dir: %w", err)
 	}
-	// Graders may run as another uid in a sandbox: the scratch must be
-	// reachable by it. It holds copies only.
-	if err := os.Chmod(dir, 0o755); err != nil {
+	// The scratch holds copies of hidden tests: no other user may read
+	// it. A confined runner hands it to the uid its commands run as.
+	if err := os.Chmod(dir, 0o700); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("unable to make scratch dir: %w", err)
 	}
@@ -96,12 +97,21 @@ func newScratch(in Input, name string) (*scratch, error) {
 // Close removes the scratch directory.
 func (s *scratch) Close() error { return os.RemoveAll(s.Dir) }
 
-// copyWorkspace copies the finished workspace to scratch/rel, leaving out
-// paths the task's policy ignores, and returns the copy's path.
+// copyWorkspace copies the finished workspace to scratch/rel as
+// checkTree decides (no link followed or copied, ignored paths left out)
+// and returns the copy's path.
 func (s *scratch) copyWorkspace(in Input, rel string) (string, error) {
 	dst := filepath.Join(s.Dir, rel)
-	if err := copyFiltered(in.Workspace, dst, func(p string) bool { return in.Task.Policy.IsIgnored(p) }); err != nil {
-		return "", fmt.Errorf("unable to copy workspace: %w", err)
+	tc, err := checkTree(in.Workspace, in.Task.Policy)
+	if err != nil {
+		return "", err
+	}
+	// Grade refused a tree that fails the check before any kind ran.
+	if rs := tc.Reasons(); len(rs) > 0 {
+		return "", infraf("the workspace changed during grading: %s", rs[0].Code)
+	}
+	if err := tc.copyTo(in.Workspace, dst); err != nil {
+		return "", infraf("unable to copy workspace: %v", err)
 	}
 	return dst, nil
 }
@@ -130,68 +140,17 @@ func restorePristine(in Input, dst string, rels []string) error {
 }
 
 // copyOne copies one regular file, making parent directories and
-// replacing whatever was at dst.
+// replacing whatever was at dst. A symbolic link at src is not followed:
+// it is an error.
 func copyOne(src, dst string) error {
-	fi, err := os.Stat(src)
+	fi, err := os.Lstat(src)
 	if err != nil {
 		return err
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", src)
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	if err := os.RemoveAll(dst); err != nil {
-		return err
-	}
-	return os.WriteFile(dst, b, fi.Mode().Perm()|0o444)
-}
-
-// copyFiltered copies the tree src to dst, leaving out every path for
-// which skip returns true (and what is below it). Symlinks are copied as
-// links; other special files are left out.
-func copyFiltered(src, dst string, skip func(rel string) bool) error {
-	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if rel == "." {
-			return os.MkdirAll(target, 0o755)
-		}
-		if skip(filepath.ToSlash(rel)) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case info.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case info.Mode()&os.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(l, target)
-		case info.Mode().IsRegular():
-			return copyOne(p, target)
-		}
-		return nil
-	})
+	return copyNoFollow(src, dst, fi.Mode().Perm()|0o444)
 }
 
 // pythonEnv is the environment of every Python a grader runs.
@@ -259,7 +218,9 @@ func (p pytestRun) FailedTests() bool { return !p.TimedOut && p.Exit == 1 && p.C
 // NoTests reports whether pytest collected no test.
 func (p pytestRun) NoTests() bool { return !p.TimedOut && p.Exit == 5 }
 
-// Describe is a short account of the run for a reason's message.
+// Describe is a short account of the run for a reason's message: what
+// ended it, or its counts. It never quotes the run's output or a test
+// id (the output may carry hidden tests' names and source); detail does.
 func (p pytestRun) Describe() string {
 	switch {
 	case p.TimedOut:
@@ -267,9 +228,9 @@ func (p pytestRun) Describe() string {
 	case p.Exit == 5:
 		return "collected no tests"
 	case p.Exit == 2:
-		return "stopped: " + firstErrorLine(p.Output)
+		return "stopped (pytest exit 2: interrupted, or a file failed to import)"
 	case p.Exit == 3:
-		return "pytest hit an internal error: " + firstErrorLine(p.Output)
+		return "pytest hit an internal error"
 	}
 	var parts []string
 	for _, k := range []string{"failed", "error", "passed", "skipped", "xfailed", "xpassed"} {
@@ -277,11 +238,25 @@ func (p pytestRun) Describe() string {
 			parts = append(parts, fmt.Sprintf("%d %s", n, k))
 		}
 	}
-	s := strings.Join(parts, ", ")
-	if len(p.Failed) > 0 {
-		s += ": " + shortList(p.Failed, 5)
+	return strings.Join(parts, ", ")
+}
+
+// operatorLine is Describe with the failed ids, for Verdict.Detail.
+func (p pytestRun) operatorLine() string {
+	if len(p.Failed) == 0 {
+		return p.Describe()
 	}
-	return s
+	return p.Describe() + ": " + shortList(p.Failed, 10)
+}
+
+// detail is the operator's account of the run for Verdict.Detail: the
+// failed ids, then the last n bytes of the output.
+func (p pytestRun) detail(n int) string {
+	s := ""
+	if len(p.Failed) > 0 {
+		s = "failed: " + shortList(p.Failed, 20) + "\n"
+	}
+	return s + string(tail(p.Output, n))
 }
 
 // runPytest runs pytest and parses its summary. Exit 4 (usage) and a
@@ -377,16 +352,6 @@ func testName(id string) string {
 		id = id[:i]
 	}
 	return id
-}
-
-func firstErrorLine(out []byte) string {
-	for _, l := range strings.Split(string(out), "\n") {
-		l = strings.TrimSpace(l)
-		if strings.HasPrefix(l, "E ") || strings.HasPrefix(l, "ERROR") || strings.Contains(l, "Error:") {
-			return truncate(l, 200)
-		}
-	}
-	return truncate(strings.TrimSpace(string(tail(out, 200))), 200)
 }
 
 // tail returns the last n bytes of b.

@@ -254,19 +254,16 @@ func judgeWorkload(run workloadRun, baseline, memCap int64, wall time.Duration) 
 		out = append(out, Reason{CodeMemoryCap, fmt.Sprintf("peak RSS %s is above the cap %s (baseline %s + margin %s): the map holds too much in memory",
 			mib(res.MaxRSS), mib(memCap), mib(baseline), mib(memCap-baseline))})
 	}
+	// The driver's report (which modules, what went wrong) is the
+	// hidden workload's own words: Detail carries it.
 	if run.found && len(run.result.Forbidden) > 0 {
-		out = append(out, Reason{CodeForbiddenModule, "the code tried to import " + strings.Join(run.result.Forbidden, ", ") + " at run time, which the task forbids"})
+		out = append(out, Reason{CodeForbiddenModule, fmt.Sprintf("the code tried to import %d module(s) the task forbids at run time", len(run.result.Forbidden))})
 	}
 	switch {
 	case run.found && !run.result.OK:
-		msg := run.result.Message
-		if msg == "" {
-			msg = "the workload failed"
-		}
-		out = append(out, Reason{CodeWorkloadWrong, msg})
+		out = append(out, Reason{CodeWorkloadWrong, "the workload found a wrong result"})
 	case !run.found && !res.TimedOut:
-		out = append(out, Reason{CodeWorkloadWrong, fmt.Sprintf("the workload did not finish: exit %d, signal %d: %s",
-			res.ExitCode, res.Signal, strings.TrimSpace(string(tail(res.Stderr, 300))))})
+		out = append(out, Reason{CodeWorkloadWrong, fmt.Sprintf("the workload did not finish: exit %d, signal %d", res.ExitCode, res.Signal)})
 	}
 	return out
 }
@@ -342,8 +339,8 @@ func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 // workloadDetail is the measurements, for people reading the verdict.
 func workloadDetail(base, run workloadRun, memCap int64, wall time.Duration) string {
 	stats, _ := json.Marshal(run.result.Stats)
-	return fmt.Sprintf("baseline: peak RSS %s, wall %s\nworkload: peak RSS %s (cap %s), wall %s (cap %s), exit %d, timed out %v\nstats: %s\nstderr: %s",
+	return fmt.Sprintf("baseline: peak RSS %s, wall %s\nworkload: peak RSS %s (cap %s), wall %s (cap %s), exit %d, timed out %v\nmessage: %s\nforbidden: %v\nstats: %s\nstderr: %s",
 		mib(base.res.MaxRSS), base.res.Wall.Round(time.Millisecond),
 		mib(run.res.MaxRSS), mib(memCap), run.res.Wall.Round(time.Millisecond), wall, run.res.ExitCode, run.res.TimedOut,
-		stats, tail(run.res.Stderr, 1500))
+		run.result.Message, run.result.Forbidden, stats, tail(run.res.Stderr, 1500))
 }

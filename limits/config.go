@@ -80,7 +80,9 @@ type Config struct {
 
 	// CPUWeight is the group's share of contended CPU, 1..10000, 100 being
 	// the default of every group (v2 cpu.weight; v1 cpu.shares =
-	// weight*1024/100, so that 100 maps to v1's default 1024).
+	// weight*1024/100, so that 100 maps to v1's default 1024). On a
+	// unified host whose cpu controller is not offered to the parent, a
+	// weight alone (no CPUQuota) is dropped with a warning, not an error.
 	CPUWeight uint64
 
 	// CPUQuota is how much CPU time the group may use per CPUPeriod

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDelegatedParent(t *testing.T) {
@@ -191,5 +192,28 @@ func TestNewBesideLeafFake(t *testing.T) {
 	}
 	if len(bases) != 1 || bases[0].rel != "/svc" {
 		t.Errorf("cleanup bases = %+v, want the delegated group /svc", bases)
+	}
+}
+
+// TestCPUWeightWithoutCPUFake: where the cpu controller is not offered (a
+// v2 root whose subtree_control lacks it, as systemd leaves it until a
+// unit asks), a weight alone is dropped, and a quota is still an error.
+func TestCPUWeightWithoutCPUFake(t *testing.T) {
+	root := fakeTree(t, map[string]string{"cgroup.subtree_control": "memory pids\n", "self": "0::/\n"})
+	cfg := Config{Root: root, Layout: Unified, ProcCgroup: filepath.Join(root, "self"), Name: "a1", Intermediate: "bd-2", CPUWeight: 50, SampleInterval: -1}
+	g, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("New with a weight and no cpu controller: %v", err)
+	}
+	defer g.abandon()
+	if got, want := readFakeFile(t, filepath.Join(root, "bd-2/cgroup.subtree_control")), "+memory +pids"; got != want {
+		t.Errorf("intermediate subtree_control = %q, want %q", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(root, "bd-2/a1/cpu.weight")); err == nil {
+		t.Error("cpu.weight written where the controller is not offered")
+	}
+	cfg.Name, cfg.CPUQuota = "a2", 50*time.Millisecond
+	if _, err := New(t.Context(), cfg); !errors.Is(err, ErrNoController) {
+		t.Errorf("New with a quota and no cpu controller: error %v, want ErrNoController", err)
 	}
 }

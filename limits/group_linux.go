@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +81,14 @@ func New(ctx context.Context, cfg Config) (_ *Group, retErr error) {
 	hs, err := plan(cfg, layout, own)
 	if err != nil {
 		return nil, err
+	}
+	if layout == Unified && cfg.CPUWeight != 0 && cfg.CPUQuota == 0 && !cpuOffered(&hs[0]) {
+		// A weight is a share among siblings, not a limit: where the
+		// host does not offer the cpu controller here (systemd enables
+		// it at the root only when a unit asks), the group goes without.
+		cfg.Logger.Warn("cpu controller not offered: the group's cpu weight is not set",
+			"component", "limits", "parent", hs[0].parent, "cpu_weight", cfg.CPUWeight)
+		cfg.CPUWeight = 0
 	}
 	g := &Group{
 		cfg:    cfg,
@@ -174,6 +183,18 @@ func (g *Group) makeDirs(ctx context.Context, hs []hier, undo *[]func()) error {
 		*undo = append(*undo, func() { _ = unix.Rmdir(dir) })
 	}
 	return nil
+}
+
+// cpuOffered reports whether the cpu controller can be enabled for the
+// group of v2 hierarchy h: offered to its parent (cgroup.controllers) or,
+// below an intermediate group at the root, enabled at the root.
+func cpuOffered(h *hier) bool {
+	file := filepath.Join(h.parentDir(), "cgroup.controllers")
+	if h.inter != "" {
+		file = filepath.Join(h.parentDir(), "cgroup.subtree_control")
+	}
+	b, err := os.ReadFile(file)
+	return err == nil && len(missingControllers(string(b), []string{"cpu"})) == 0
 }
 
 // mkdirShared makes dir unless it exists, and says whether it made it.

@@ -69,6 +69,16 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(stderr, 2, "grade: %v", err)
 	}
+	// A private scratch root: 0711 (a confined grader's uid passes
+	// through it to the 0700 scratch handed to it), removed at the end.
+	scratch, err := os.MkdirTemp("", "benchd-grade-")
+	if err != nil {
+		return fail(stderr, 2, "grade: %v", err)
+	}
+	defer os.RemoveAll(scratch)
+	if err := os.Chmod(scratch, 0o711); err != nil {
+		return fail(stderr, 2, "grade: %v", err)
+	}
 	var runner graders.Runner = graders.ExecRunner{}
 	if os.Geteuid() == 0 {
 		store, err := filepath.Abs(root)
@@ -80,9 +90,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return fail(stderr, 2, "grade: unable to prepare cgroups for the graders: %v", err)
 		}
 		defer deleg.Undo()
-		runner = runs.ConfinedGraderRunner(runs.GraderRunnerConfig{Mask: []string{store}, CgroupParent: deleg.Parent})
+		runner = runs.ConfinedGraderRunner(runs.GraderRunnerConfig{Mask: []string{store}, CgroupParent: deleg.Parent, MemoryMax: int64(task.MemoryMB) << 20, ScratchRoot: scratch})
 	}
-	v, err := graders.Grade(ctx, graders.Input{Task: task, Workspace: ws}, runner)
+	v, err := graders.Grade(ctx, graders.Input{Task: task, Workspace: ws, ScratchRoot: scratch}, runner)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return fail(stderr, 2, "grade: interrupted")

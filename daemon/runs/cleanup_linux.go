@@ -19,7 +19,8 @@ import (
 // namespaces of its jobs (confine.Cleanup, namespaces in stateDir/netns,
 // cgroups below benchd's own cgroup), grading copies in attempt
 // directories, and the grader scratch roots that a benchd which no longer
-// runs left in the temporary directory. The attempts' records (backing
+// runs left in DefaultScratchDir(stateDir) (or, from older versions, the
+// temporary directory). The attempts' records (backing
 // dir, journal, transcript) are kept. Call it only when no benchd runs
 // on stateDir; cgroups, namespaces and scratch of other live processes
 // are left alone. cgroupParent is the daemon's CgroupParent ("" for its
@@ -35,7 +36,8 @@ func Cleanup(ctx context.Context, stateDir, cgroupParent string) error {
 	grades, _ := filepath.Glob(filepath.Join(stateDir, "attempts", "*", "grade-*"))
 	regrades, _ := filepath.Glob(filepath.Join(stateDir, "grade-*"))
 	grades = append(grades, regrades...)
-	grades = append(grades, deadScratch(os.TempDir())...)
+	grades = append(grades, deadScratch(DefaultScratchDir(stateDir))...)
+	grades = append(grades, deadScratch(os.TempDir())...) // where older versions made them
 	for _, p := range grades {
 		if err := os.RemoveAll(p); err != nil {
 			errs = append(errs, err)

@@ -30,10 +30,16 @@
 //     transcript (attempts/ID/stdout and stderr), then the view is
 //     unmounted, the journal sealed and the changeset taken.
 //  6. grade: graders.Grade on a copy of the final tree without plan.md
-//     (attempts/ID/grade-*, removed afterwards), with the journal's
-//     changeset, the agent's exit status and timeout, its non-gateway
-//     network use and the last lines of its stdout; every grader command
-//     runs through ConfinedGraderRunner.
+//     (attempts/ID/grade-*, removed afterwards), made by
+//     graders.CopyWorkspace: no link followed, and what may not be
+//     copied (links, FIFOs, a tree past the limits) fails the verdict
+//     (unsafe_link, special_file, tree_limits), never an infra error.
+//     Grade gets the journal's changeset, the agent's exit status and
+//     timeout, its non-gateway network use and the last lines of its
+//     stdout; every grader command runs through ConfinedGraderRunner,
+//     with the task's memory limit (an OOM there is grader_oom), in a
+//     private scratch below Config.ScratchDir (STATE.scratch, never
+//     /tmp: the state directory is masked in graders' sandboxes).
 //  7. verdict: the graders' verdict, which already applies the shared
 //     rules (exit 0, no timeout, only allowed files changed, no network
 //     on a closed task, stdlib imports), plus wrong_files when the

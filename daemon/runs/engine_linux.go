@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"benchd.dev/agents"
@@ -54,8 +55,11 @@ type Config struct {
 	// StateDir/netns, so that Cleanup(ctx, StateDir) finds them.
 	NetnsRunDir string
 	// ScratchDir is where grader scratch roots are made; it must lie
-	// outside StateDir and TasksDir, which graders' sandboxes mask.
-	// Default os.TempDir(), where Cleanup looks for leftovers.
+	// outside StateDir and TasksDir, which graders' sandboxes mask, and
+	// never be a shared directory such as /tmp: New makes it mode 0711,
+	// root's, and refuses one that is writable by others or sticky.
+	// Default DefaultScratchDir(StateDir), where Cleanup looks for
+	// leftovers.
 	ScratchDir string
 	Logger     *slog.Logger
 }
@@ -94,7 +98,15 @@ func New(cfg Config) (*Engine, error) {
 		cfg.NetnsRunDir = filepath.Join(cfg.StateDir, "netns")
 	}
 	if cfg.ScratchDir == "" {
-		cfg.ScratchDir = os.TempDir()
+		cfg.ScratchDir = DefaultScratchDir(cfg.StateDir)
+	}
+	if cfg.ScratchDir, err = filepath.Abs(cfg.ScratchDir); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{cfg.StateDir, cfg.TasksDir} {
+		if cfg.ScratchDir == d || strings.HasPrefix(cfg.ScratchDir, d+"/") {
+			return nil, fmt.Errorf("%w: scratch directory %s lies in %s, which graders' sandboxes mask", ErrInvalid, cfg.ScratchDir, d)
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -103,6 +115,9 @@ func New(cfg Config) (*Engine, error) {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("unable to make %s: %w", d, err)
 		}
+	}
+	if err := makeScratchDir(cfg.ScratchDir); err != nil {
+		return nil, err
 	}
 	return &Engine{cfg: cfg, log: cfg.Logger.With("component", "runs")}, nil
 }
@@ -413,7 +428,10 @@ func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt,
 	}
 	undos.Push("remove grading copy", func() error { return os.RemoveAll(work) })
 	ws := filepath.Join(work, "workspace")
-	if err := tasks.CopyTree(finalDir, ws); err != nil {
+	// No link followed; what the agent left that may not be copied
+	// (links, FIFOs, a tree too deep) fails the verdict.
+	treeReasons, err := graders.CopyWorkspace(finalDir, ws, task.Policy)
+	if err != nil {
 		return apitype.Verdict{}, fmt.Errorf("unable to copy the final tree: %w", err)
 	}
 	if err := os.Remove(filepath.Join(ws, planFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -425,12 +443,15 @@ func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt,
 		return apitype.Verdict{}, fmt.Errorf("unable to make the grader's scratch root: %w", err)
 	}
 	undos.Push("remove grader scratch", func() error { return os.RemoveAll(scratch) })
-	if err := os.Chmod(scratch, 0o755); err != nil {
+	// Passable, not listable: each grader's scratch below it is 0700,
+	// its commands' uid's.
+	if err := os.Chmod(scratch, 0o711); err != nil {
 		return apitype.Verdict{}, err
 	}
 	runner := ConfinedGraderRunner(GraderRunnerConfig{
 		UID: e.cfg.AgentUID, GID: e.cfg.AgentGID,
 		ScratchRoot:  scratch,
+		MemoryMax:    int64(task.MemoryMB) << 20,
 		Mask:         []string{e.cfg.StateDir, e.cfg.TasksDir},
 		CgroupParent: e.cfg.CgroupParent,
 		NetnsRunDir:  e.cfg.NetnsRunDir,
@@ -446,6 +467,7 @@ func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt,
 		Network:      networkUse(a.Network, agentHostname),
 		FinalMessage: finalMessage(stdoutPath),
 		ScratchRoot:  scratch,
+		TreeReasons:  treeReasons,
 	}
 	gv, err := graders.Grade(ctx, in, runner)
 	if err != nil {
@@ -460,6 +482,34 @@ func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt,
 // scratchPrefix, then benchd's pid and a dash, names the grader scratch
 // roots, so that Cleanup can find those a crashed benchd left.
 const scratchPrefix = "benchd-scratch-"
+
+// DefaultScratchDir is the grader scratch directory of a state
+// directory: its sibling STATE.scratch (/var/lib/benchd.scratch for
+// /var/lib/benchd). It cannot lie inside the state directory, which the
+// graders' sandboxes mask, and must not be the host's shared /tmp: the
+// scratch holds copies of hidden tests while they run.
+func DefaultScratchDir(stateDir string) string {
+	return filepath.Clean(stateDir) + ".scratch"
+}
+
+// makeScratchDir makes dir (mode 0711, root's: the grader's uid may pass
+// through to the 0700 scratch handed to it, and list nothing) and refuses
+// a shared directory: one that is a symbolic link, not this process's,
+// writable by others or sticky.
+func makeScratchDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return fmt.Errorf("unable to make the scratch directory: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("unable to make the scratch directory: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode()&(0o002|fs.ModeSticky) != 0 {
+		return fmt.Errorf("%w: scratch directory %s is shared (mode %v, owner %d): graders need a private one", ErrInvalid, dir, fi.Mode(), st.Uid)
+	}
+	return os.Chmod(dir, 0o711)
+}
 
 // Regrade grades an attempt's stored final tree again, with the facts
 // recorded in a (exit, timeout, changeset, network, denied count) and

@@ -20,7 +20,8 @@ type GraderRunnerConfig struct {
 	// UID and GID run the grader's commands (non-zero); default 65534.
 	UID, GID int
 	// ScratchRoot is the graders.Input.ScratchRoot of the gradings this
-	// runner serves; "" means os.TempDir(), as for graders.
+	// runner serves; "" means os.TempDir(), as for graders (local tools
+	// only: the daemon always sets it). Captured output is kept there.
 	ScratchRoot string
 	// Mask lists host paths the grader's commands must not read (the
 	// task store with every task's hidden tests and goldens, benchd's
@@ -29,15 +30,32 @@ type GraderRunnerConfig struct {
 	// CgroupParent and NetnsRunDir are as in confine.Spec.
 	CgroupParent string
 	NetnsRunDir  string
-	// PidsMax limits each command's tasks; 0 means confine's default.
+	// MemoryMax is the task's memory limit ([environment] memory_mb),
+	// the memory.max of every command: a RunSpec.MemoryLimit only
+	// lowers it. 0 means none.
+	MemoryMax int64
+	// PidsMax limits each command's tasks; 0 means DefaultGraderPids.
 	PidsMax int64
-	Logger  *slog.Logger
+	// CPUWeight is each command's share of contended CPU; 0 means
+	// DefaultGraderCPUWeight.
+	CPUWeight uint64
+	Logger    *slog.Logger
 }
 
+// Defaults of the limits on every grader command.
+const (
+	DefaultGraderPids      = 256
+	DefaultGraderCPUWeight = 50 // half a default group's share: grading yields to the host
+)
+
 // ConfinedGraderRunner returns a graders.Runner that runs each grader
-// command as a confine job: its own cgroup (RunSpec.MemoryLimit as
-// memory.max), a closed network namespace, a sandbox as cfg.UID with
-// cfg.Mask masked. The grader's scratch directory (the directory of
+// command as a confine job: its own cgroup (memory.max the task's
+// cfg.MemoryMax, or RunSpec.MemoryLimit when lower; pids.max and a CPU
+// weight), a closed network namespace, a sandbox as cfg.UID with
+// cfg.Mask masked. A command the OOM killer stopped has RunResult.OOM
+// set; graders.Grade makes that the agent's failure (grader_oom).
+//
+// The grader's scratch directory (the directory of
 // ScratchRoot that holds RunSpec.Dir) is handed to cfg.UID and bound
 // read-write at the same path, so every path the grader passes works
 // unchanged. The command can therefore change anything in that scratch
@@ -52,6 +70,12 @@ func ConfinedGraderRunner(cfg GraderRunnerConfig) graders.Runner {
 	}
 	if cfg.GID == 0 {
 		cfg.GID = 65534
+	}
+	if cfg.PidsMax == 0 {
+		cfg.PidsMax = DefaultGraderPids
+	}
+	if cfg.CPUWeight == 0 {
+		cfg.CPUWeight = DefaultGraderCPUWeight
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -83,7 +107,9 @@ func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.R
 	if err := chownTree(top, g.cfg.UID, g.cfg.GID); err != nil {
 		return graders.RunResult{}, fmt.Errorf("unable to hand the scratch dir to uid %d: %w", g.cfg.UID, err)
 	}
-	outDir, err := os.MkdirTemp("", "benchd-grader-out-")
+	// The captured output (hidden tests' included) stays beside the
+	// scratch, root's, mode 0700.
+	outDir, err := os.MkdirTemp(g.cfg.ScratchRoot, "benchd-grader-out-")
 	if err != nil {
 		return graders.RunResult{}, fmt.Errorf("unable to make an output dir: %w", err)
 	}
@@ -102,8 +128,9 @@ func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.R
 		GID:          g.cfg.GID,
 		Hostname:     "grader",
 		Timeout:      spec.Timeout,
-		MemoryMax:    spec.MemoryLimit,
+		MemoryMax:    memoryMax(g.cfg.MemoryMax, spec.MemoryLimit),
 		PidsMax:      g.cfg.PidsMax,
+		CPUWeight:    g.cfg.CPUWeight,
 		StdoutPath:   filepath.Join(outDir, "stdout"),
 		StderrPath:   filepath.Join(outDir, "stderr"),
 		OutputCap:    storeCap,
@@ -134,6 +161,15 @@ func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.R
 		return graders.RunResult{}, err
 	}
 	return out, nil
+}
+
+// memoryMax is the lower of the task's limit and the command's own, 0
+// meaning none.
+func memoryMax(task, spec int64) int64 {
+	if task <= 0 || (spec > 0 && spec < task) {
+		return spec
+	}
+	return task
 }
 
 // scratchTop returns the directory directly below the scratch root that

@@ -1,0 +1,1 @@
+../../../../solution/files/src/counter.py
