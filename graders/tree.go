@@ -3,7 +3,6 @@ package graders
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -12,6 +11,7 @@ import (
 	"syscall"
 
 	"benchd.dev/fsmon/journal"
+	"benchd.dev/tasks"
 )
 
 // Reason codes of the tree check (checkTree): what the agent left in its
@@ -214,18 +214,7 @@ func copyNoFollow(src, dst string, perm fs.FileMode) error {
 	if err := os.RemoveAll(dst); err != nil {
 		return err
 	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Chmod(dst, perm)
+	return tasks.WriteNew(dst, in, perm)
 }
 
 // CopyWorkspace copies a finished workspace src to dst for grading, as

@@ -106,11 +106,17 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 		return err
 	}
 	defer in.Close()
+	return WriteNew(dst, in, perm)
+}
+
+// WriteNew writes what r holds to a new file dst (which must not exist)
+// with mode perm, whatever the umask.
+func WriteNew(dst string, r io.Reader, perm fs.FileMode) error {
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	if _, err := io.Copy(out, r); err != nil {
 		out.Close()
 		return err
 	}
