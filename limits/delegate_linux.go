@@ -175,7 +175,8 @@ func Delegate(ctx context.Context, cfg DelegateConfig) (*Delegation, error) {
 			return d, nil
 		}
 		dir := filepath.Join(cfg.Root, parent)
-		if err := checkOffered(dir, parent); err != nil {
+		offered, err := checkOffered(dir, parent)
+		if err != nil {
 			return nil, err
 		}
 		if self == parent {
@@ -209,7 +210,7 @@ func Delegate(ctx context.Context, cfg DelegateConfig) (*Delegation, error) {
 			log.Info("moved into a leaf group", "from", self, "to", leaf)
 		}
 		d.Parent = parent
-		enabled, err := enableDelegated(dir, parent)
+		enabled, err := enableDelegated(dir, parent, offered)
 		if err != nil {
 			return nil, err
 		}
@@ -220,20 +221,21 @@ func Delegate(ctx context.Context, cfg DelegateConfig) (*Delegation, error) {
 }
 
 // checkOffered reports, for the delegated group dir, which of the needed
-// controllers its cgroup.controllers lacks and what to do about it.
-func checkOffered(dir, rel string) error {
+// controllers its cgroup.controllers lacks and what to do about it, and
+// returns what it offers.
+func checkOffered(dir, rel string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
 	if err != nil {
-		return fmt.Errorf("read %s: %w (is %s a cgroup v2 group?)", filepath.Join(dir, "cgroup.controllers"), err, rel)
+		return "", fmt.Errorf("read %s: %w (is %s a cgroup v2 group?)", filepath.Join(dir, "cgroup.controllers"), err, rel)
 	}
 	if m := missingControllers(string(b), delegatedControllers); len(m) > 0 {
-		return fmt.Errorf("the %s controller%s not delegated to %s (its cgroup.controllers lists %q): "+
+		return "", fmt.Errorf("the %s controller%s not delegated to %s (its cgroup.controllers lists %q): "+
 			"under systemd set Delegate=yes in the unit (systemctl edit benchd), "+
 			"elsewhere enable %s in the parent's cgroup.subtree_control: %w",
 			strings.Join(m, " and "), plural(len(m), " is", "s are"), rel, strings.TrimSpace(string(b)),
 			strings.Join(m, " "), ErrNoController)
 	}
-	return nil
+	return string(b), nil
 }
 
 func plural(n int, one, many string) string {
@@ -288,25 +290,17 @@ func waitMoved(ctx context.Context, procCgroup, from string) error {
 
 // enableDelegated enables the needed controllers (and cpu where offered)
 // in the delegated group's subtree_control and returns those it enabled.
-func enableDelegated(dir, rel string) ([]string, error) {
+func enableDelegated(dir, rel, offered string) ([]string, error) {
 	want := slices.Clone(delegatedControllers)
-	if offered, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers")); err == nil &&
-		len(missingControllers(string(offered), []string{"cpu"})) == 0 {
+	if len(missingControllers(offered, []string{"cpu"})) == 0 {
 		want = append(want, "cpu")
 	}
-	have, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "cgroup.subtree_control"), err)
+	enabled, err := enableIn(dir, want, false)
+	if errors.Is(err, ErrParentBusy) {
+		others, _ := foreignProcs(dir, -1)
+		return nil, fmt.Errorf("enable %v in %s: %w", want, rel, busyError(rel, others))
 	}
-	missing := missingControllers(string(have), want)
-	if err := enableIn(dir, want, false); err != nil {
-		if errors.Is(err, ErrParentBusy) {
-			others, _ := foreignProcs(dir, -1)
-			return nil, fmt.Errorf("enable %v in %s: %w", missing, rel, busyError(rel, others))
-		}
-		return nil, err
-	}
-	return missing, nil
+	return enabled, err
 }
 
 // Undo reverses what Delegate did, as far as it can: disables the

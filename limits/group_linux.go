@@ -237,39 +237,41 @@ func enableControllers(h *hier, want []string) error {
 		}
 		// The root's subtree_control is what the intermediate's
 		// cgroup.controllers lists: no need to read it again.
-		return enableIn(h.interDir(), want, false)
+		_, err = enableIn(h.interDir(), want, false)
+		return err
 	}
-	return enableIn(h.parentDir(), want, true)
+	_, err := enableIn(h.parentDir(), want, true)
+	return err
 }
 
 // enableIn enables the missing controllers of want in dir's
 // cgroup.subtree_control, checking first (if checkAvail) that its
-// cgroup.controllers offers them.
-func enableIn(dir string, want []string, checkAvail bool) error {
+// cgroup.controllers offers them, and returns those it enabled.
+func enableIn(dir string, want []string, checkAvail bool) ([]string, error) {
 	have, err := os.ReadFile(dir + "/cgroup.subtree_control")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("read subtree_control: %w", err)
+		return nil, fmt.Errorf("read subtree_control: %w", err)
 	}
 	missing := missingControllers(string(have), want)
 	if len(missing) == 0 {
-		return nil
+		return nil, nil
 	}
 	if checkAvail {
 		avail, err := os.ReadFile(dir + "/cgroup.controllers")
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("read controllers: %w", err)
+			return nil, fmt.Errorf("read controllers: %w", err)
 		}
 		if m := missingControllers(string(avail), missing); len(m) > 0 {
-			return fmt.Errorf("controllers %v not available in %s: %w", m, dir, ErrNoController)
+			return nil, fmt.Errorf("controllers %v not available in %s: %w", m, dir, ErrNoController)
 		}
 	}
 	if err := writeFile(dir+"/cgroup.subtree_control", subtreeChange("+", missing)); err != nil {
 		if errors.Is(err, unix.EBUSY) {
-			return fmt.Errorf("enable %v in %s: %w", missing, dir, ErrParentBusy)
+			return nil, fmt.Errorf("enable %v in %s: %w", missing, dir, ErrParentBusy)
 		}
-		return fmt.Errorf("enable controllers: %w", err)
+		return nil, fmt.Errorf("enable controllers: %w", err)
 	}
-	return nil
+	return missing, nil
 }
 
 // writeFile writes value to a control file (creating it in a fake tree).
