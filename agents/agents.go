@@ -46,6 +46,10 @@ type Preset struct {
 	Command     []string          `toml:"command"`
 	Env         map[string]string `toml:"env"`
 	Files       map[string]string `toml:"files"`
+	// Binds are host paths the agent needs beyond the sandbox's
+	// allow-listed root (its install tree): each is shown read-only at
+	// the same path. {prefix} is replaced.
+	Binds []string `toml:"binds"`
 	// Source is where the preset was read from ("builtin:codex.toml" or
 	// a file path).
 	Source string `toml:"-"`
@@ -118,6 +122,16 @@ func (p *Preset) Validate() error {
 		c := path.Clean(f)
 		if f == "" || path.IsAbs(f) || c == "." || c == ".." || strings.HasPrefix(c, "../") {
 			return bad("file %q must be a path inside $HOME", f)
+		}
+	}
+	for _, b := range p.Binds {
+		// {prefix}, only at the start, is an absolute, clean path.
+		x := b
+		if rest, ok := strings.CutPrefix(b, "{prefix}"); ok {
+			x = "/prefix" + rest
+		}
+		if !strings.HasPrefix(x, "/") || path.Clean(x) != x || x == "/" || strings.Contains(x, "{") {
+			return bad("bind %q must be an absolute, clean path other than / (it may start with {prefix})", b)
 		}
 	}
 	for _, e := range p.Executable {
@@ -230,6 +244,8 @@ type Command struct {
 	Files []File
 	// Model is the model the agent is told to use.
 	Model string
+	// Binds are the host paths to show read-only at the same path.
+	Binds []string
 }
 
 // Executable resolves the preset's real executable: the first candidate
@@ -257,6 +273,19 @@ func (p *Preset) ExecutablePath(prefix string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: preset %s: its executable is not installed (%s; run scripts/setup-agents)", ErrInvalid, p.Name, strings.Join(p.Executable, ", "))
+}
+
+// BindPaths returns the preset's binds with {prefix} replaced ("" means
+// DefaultPrefix).
+func (p *Preset) BindPaths(prefix string) []string {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	var out []string
+	for _, b := range p.Binds {
+		out = append(out, strings.ReplaceAll(b, "{prefix}", prefix))
+	}
+	return out
 }
 
 // Resolve makes the preset concrete: the model, the gateway's base URL,
@@ -331,5 +360,6 @@ func (p *Preset) Resolve(in Input) (Command, error) {
 		c.Files = append(c.Files, File{Path: path.Join(in.Home, f), Data: []byte(r.Replace(data))})
 	}
 	sort.Slice(c.Files, func(i, j int) bool { return c.Files[i].Path < c.Files[j].Path })
+	c.Binds = p.BindPaths(prefix)
 	return c, nil
 }

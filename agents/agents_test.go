@@ -84,6 +84,11 @@ func TestBuiltins(t *testing.T) {
 					t.Errorf("the preset sets the API key: %s", kv)
 				}
 			}
+			// The install tree is outside the sandbox's root: the
+			// preset binds it.
+			if !slices.Equal(c.Binds, []string{prefix}) {
+				t.Errorf("binds: got %q, want [%s]", c.Binds, prefix)
+			}
 			for _, f := range c.Files {
 				if !strings.HasPrefix(f.Path, "/home/agent/") {
 					t.Errorf("file %s is outside $HOME", f.Path)
@@ -147,6 +152,7 @@ command = ["sys"]`)
 	write(user, "mine", `name = "mine"
 command = ["/bin/echo", "{model}"]
 model = "x"
+binds = ["/srv/models", "{prefix}/share"]
 [env]
 A = "{home}/a"
 [files]
@@ -167,6 +173,9 @@ K = "sk-live"`)
 command = ["x"]
 [files]
 "../etc/passwd" = ""`)
+	for name, bind := range map[string]string{"relbind": "srv", "dotbind": "/srv/../etc", "rootbind": "/", "prefixdot": "{prefix}/../etc", "midprefix": "/x{prefix}"} {
+		write(user, name, "name = \""+name+"\"\ncommand = [\"x\"]\nbinds = [\""+bind+"\"]\n")
+	}
 	dirs := []string{sys, user}
 
 	p, err := Find("mine", dirs)
@@ -186,10 +195,13 @@ command = ["x"]
 	if len(c.Files) != 1 || c.Files[0].Path != "/home/agent/.mine/conf" || string(c.Files[0].Data) != "model=x" {
 		t.Errorf("files: got %+v", c.Files)
 	}
+	if want := []string{"/srv/models", DefaultPrefix + "/share"}; !slices.Equal(c.Binds, want) {
+		t.Errorf("binds: got %q, want %q", c.Binds, want)
+	}
 	if p, err := Find("codex", dirs); err != nil || p.Command[0] != "/bin/true" {
 		t.Errorf("override of a built-in: got %v, %v", p, err)
 	}
-	for _, name := range []string{"wrongname", "badkey", "secret", "escape"} {
+	for _, name := range []string{"wrongname", "badkey", "secret", "escape", "relbind", "dotbind", "rootbind", "prefixdot", "midprefix"} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := Find(name, dirs); !errors.Is(err, ErrInvalid) {
 				t.Errorf("got %v, want ErrInvalid", err)

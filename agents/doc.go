@@ -14,6 +14,7 @@
 //	gateway = "model"              # the gateway the model API is reached through
 //	api_key_env = "OPENAI_API_KEY" # passed by name: --env OPENAI_API_KEY
 //	command = ["codex", "exec", "-m", "{model}", "..."]
+//	binds = ["{prefix}"]           # host paths shown read-only, same path
 //	[env]                          # fixed environment, added to --env's
 //	NAME = "value"
 //	[files]                        # files written into the agent's $HOME
@@ -25,6 +26,11 @@
 // identity hashes the native binary or the node script that acts, never a
 // wrapper (Codex's npm bin, codex.js, only starts a native binary: the
 // preset runs that binary). Empty: command[0] is looked up in PATH.
+//
+// Binds name what the agent needs beyond the sandbox's allow-listed root
+// (/usr, the /bin, /lib* and /sbin links, a minimal /etc; /usr/local and
+// /opt are not there): the CLIs' install tree. Each is shown read-only
+// at its host path, and recorded with the attempt's run.
 //
 // In command, env and files these are replaced: {model}; {base_url}, the
 // model endpoint through the gateway (http://HOST:PORT for a gateway

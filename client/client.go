@@ -247,6 +247,18 @@ func (c *Client) Cancel(ctx context.Context, id string) (apitype.Attempt, error)
 	return a, err
 }
 
+// Retry retries each infra-error attempt of run id that no attempt
+// retries yet. A run with nothing left to retry is an error matching
+// ErrConflict.
+func (c *Client) Retry(ctx context.Context, id string) (apitype.Retry, error) {
+	var r apitype.Retry
+	if err := checkID("run", id); err != nil {
+		return r, err
+	}
+	err := c.doJSON(ctx, http.MethodPost, endpoint("runs", id, "retry"), nil, nil, &r)
+	return r, err
+}
+
 // Regrade grades the attempt's stored final tree again.
 func (c *Client) Regrade(ctx context.Context, id string) (apitype.Regrade, error) {
 	var r apitype.Regrade
@@ -255,6 +267,19 @@ func (c *Client) Regrade(ctx context.Context, id string) (apitype.Regrade, error
 	}
 	err := c.doJSON(ctx, http.MethodPost, endpoint("attempts", id, "regrade"), nil, nil, &r)
 	return r, err
+}
+
+// Review decides an attempt whose verdict is left to review and returns
+// it, reviewed and signed again. An attempt that is not in review, or was
+// reviewed already, is an error matching ErrConflict; an outcome other
+// than pass or fail, or an empty why, one matching ErrInvalid.
+func (c *Client) Review(ctx context.Context, id string, req apitype.ReviewRequest) (apitype.Attempt, error) {
+	var a apitype.Attempt
+	if err := checkID("attempt", id); err != nil {
+		return a, err
+	}
+	err := c.doJSON(ctx, http.MethodPost, endpoint("attempts", id, "review"), nil, req, &a)
+	return a, err
 }
 
 // Transcript returns the agent's captured output.
@@ -328,6 +353,14 @@ func (c *Client) Status(ctx context.Context) (apitype.Status, error) {
 	var s apitype.Status
 	err := c.getJSON(ctx, endpoint("status"), nil, &s)
 	return s, err
+}
+
+// HostKey returns the public half of benchd's host key, which signs
+// each ended attempt's statement.
+func (c *Client) HostKey(ctx context.Context) (apitype.HostKey, error) {
+	var k apitype.HostKey
+	err := c.getJSON(ctx, endpoint("key"), nil, &k)
+	return k, err
 }
 
 // Events opens the event stream of an attempt. The caller reads it with

@@ -223,8 +223,15 @@ func TestEndpoints(t *testing.T) {
 	d.mux.HandleFunc("POST /v1/attempts/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, apitype.Attempt{ID: r.PathValue("id"), State: apitype.StateCanceled})
 	})
+	d.mux.HandleFunc("POST /v1/runs/{id}/retry", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, apitype.Retry{Run: r.PathValue("id"), Retried: []apitype.RetriedPair{{Of: "a-1", Attempt: "a-9"}}})
+	})
 	d.mux.HandleFunc("POST /v1/attempts/{id}/regrade", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, apitype.Regrade{Attempt: r.PathValue("id"), Same: true})
+	})
+	d.mux.HandleFunc("POST /v1/attempts/{id}/review", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, apitype.Attempt{ID: r.PathValue("id"), State: apitype.StateDone, Pass: true, Outcome: apitype.OutcomePass,
+			Review: &apitype.Review{Outcome: apitype.OutcomePass, Why: "ok", UID: 1000}})
 	})
 	d.mux.HandleFunc("GET /v1/attempts/{id}/journal", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "line1\nline2\n")
@@ -269,6 +276,7 @@ func TestEndpoints(t *testing.T) {
 		}, []string{"a-1", "a-2"}, "POST /v1/runs",
 			`{"task":"rt-01","agent":"builtin:null","attempts":2,"env":[{"name":"K","value":"v"}]}`},
 		{"run", func() (any, error) { r, err := c.Run(ctx, "r-7"); return r.ID, err }, "r-7", "GET /v1/runs/r-7", ""},
+		{"retry", func() (any, error) { r, err := c.Retry(ctx, "r-7"); return r.Run + " " + r.Retried[0].Attempt, err }, "r-7 a-9", "POST /v1/runs/r-7/retry", ""},
 		{"attempts filtered", func() (any, error) {
 			as, err := c.Attempts(ctx, client.AttemptFilter{Run: "r-1", Task: "rt-02", Limit: 5})
 			var ids []string
@@ -281,6 +289,13 @@ func TestEndpoints(t *testing.T) {
 		{"attempt", func() (any, error) { a, err := c.Attempt(ctx, "a-3"); return a.ID + fmt.Sprint(a.Pass), err }, "a-3true", "GET /v1/attempts/a-3", ""},
 		{"cancel", func() (any, error) { a, err := c.Cancel(ctx, "a-3"); return a.State, err }, apitype.StateCanceled, "POST /v1/attempts/a-3/cancel", ""},
 		{"regrade", func() (any, error) { r, err := c.Regrade(ctx, "a-3"); return r.Same, err }, true, "POST /v1/attempts/a-3/regrade", ""},
+		{"review", func() (any, error) {
+			a, err := c.Review(ctx, "a-3", apitype.ReviewRequest{Outcome: apitype.OutcomePass, Why: "both readings named"})
+			if err != nil {
+				return nil, err
+			}
+			return fmt.Sprintf("%s %s uid %d", a.ID, a.Outcome, a.Review.UID), nil
+		}, "a-3 pass uid 1000", "POST /v1/attempts/a-3/review", `{"outcome":"pass","why":"both readings named"}`},
 		{"journal", func() (any, error) { return readAll(c.Journal(ctx, "a-3")) }, "line1\nline2\n", "GET /v1/attempts/a-3/journal", ""},
 		{"blob", func() (any, error) { return readAll(c.Blob(ctx, "a-3", sha)) }, "blob abab", "GET /v1/attempts/a-3/blobs/" + sha, ""},
 		{"transcript", func() (any, error) {
@@ -445,5 +460,79 @@ func TestErrorOnStreamEndpoint(t *testing.T) {
 	_, err := c.Journal(context.Background(), "a-5")
 	if !errors.Is(err, client.ErrNotFound) || err.Error() != "no journal for attempt a-5" {
 		t.Errorf("got %v, want ErrNotFound with benchd's message", err)
+	}
+}
+
+func TestHostKey(t *testing.T) {
+	d := newFakeDaemon(t)
+	want := apitype.HostKey{Algorithm: "ed25519", PublicKey: strings.Repeat("ab", 32), KeyID: strings.Repeat("cd", 32)}
+	d.mux.HandleFunc("GET /v1/key", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, want) })
+	c := &client.Client{Socket: d.Socket}
+	got, err := c.HostKey(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if req, _ := d.last(); req != "GET /v1/key" {
+		t.Errorf("got request %q, want GET /v1/key", req)
+	}
+}
+
+// TestAttemptNulls: pass, exit_code and wall_ms are null where they do
+// not exist, and read back as the zero value.
+func TestAttemptNulls(t *testing.T) {
+	tests := []struct {
+		name             string
+		a                apitype.Attempt
+		pass, exit, wall string
+	}{
+		{"queued", apitype.Attempt{State: apitype.StateQueued, ExitCode: -1}, "null", "null", "null"},
+		{"canceled before the agent ended", apitype.Attempt{State: apitype.StateCanceled}, "null", "null", "null"},
+		{"infra error after the agent ended", apitype.Attempt{State: apitype.StateInfraError, ExitCode: 3, WallMS: 40}, "null", "3", "40"},
+		{"done", apitype.Attempt{State: apitype.StateDone, Pass: true, WallMS: 5}, "true", "0", "5"},
+		{"done and failed", apitype.Attempt{State: apitype.StateDone, ExitCode: 1}, "false", "1", "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]json.RawMessage
+			json.Unmarshal(b, &m)
+			for k, want := range map[string]string{"pass": tt.pass, "exit_code": tt.exit, "wall_ms": tt.wall} {
+				if string(m[k]) != want {
+					t.Errorf("%s: got %s, want %s", k, m[k], want)
+				}
+			}
+			var back apitype.Attempt
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			b2, _ := json.Marshal(back)
+			if string(b2) != string(b) {
+				t.Errorf("round trip: got %s, want %s", b2, b)
+			}
+		})
+	}
+}
+
+// TestReviewConflict: a review benchd refuses as a conflict (not in
+// review, reviewed already) comes back as ErrConflict with benchd's
+// message.
+func TestReviewConflict(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.mux.HandleFunc("POST /v1/attempts/{id}/review", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 409, apitype.Error{Code: apitype.CodeConflict, Message: "attempt a-3: it was reviewed already"})
+	})
+	c := client.Client{Socket: d.Socket}
+	_, err := c.Review(context.Background(), "a-3", apitype.ReviewRequest{Outcome: apitype.OutcomeFail, Why: "x"})
+	if !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "reviewed already") {
+		t.Errorf("got %v, want ErrConflict with benchd's message", err)
+	}
+	if _, err := c.Review(context.Background(), "../x", apitype.ReviewRequest{}); !errors.Is(err, client.ErrInvalid) {
+		t.Errorf("bad id: got %v, want ErrInvalid before any request", err)
 	}
 }

@@ -39,6 +39,9 @@ type Job struct {
 	ns    *netns.Namespace
 	sb    *sandbox.Sandbox
 	undo  undo.Stack
+	// ownBinds is how many of the sandbox's binds are the job's own
+	// (cgroupBinds), ahead of Spec.Binds.
+	ownBinds int
 
 	waitOnce sync.Once
 }
@@ -92,6 +95,7 @@ func Start(ctx context.Context, spec Spec) (_ *Job, retErr error) {
 		MemoryMax: spec.MemoryMax,
 		PidsMax:   spec.PidsMax,
 		CPUWeight: spec.CPUWeight,
+		CPUQuota:  spec.CPUQuota,
 		Logger:    spec.Logger,
 	})
 	if err != nil {
@@ -118,6 +122,9 @@ func Start(ctx context.Context, spec Spec) (_ *Job, retErr error) {
 	j.ns = n
 	j.undo.Push("close network namespace", n.Close)
 
+	own := cgroupBinds(g)
+	j.ownBinds = len(own)
+	binds := append(own, spec.Binds...)
 	files := append([]sandbox.File{
 		{Path: "/etc/hosts", Data: n.Hosts()},
 		{Path: "/etc/resolv.conf", Data: n.ResolvConf()},
@@ -129,7 +136,7 @@ func Start(ctx context.Context, spec Spec) (_ *Job, retErr error) {
 		Workspace:  spec.Workspace,
 		Hostname:   spec.Hostname,
 		Mask:       spec.Mask,
-		Binds:      spec.Binds,
+		Binds:      binds,
 		Files:      files,
 		UID:        spec.UID,
 		GID:        spec.GID,
@@ -138,6 +145,7 @@ func Start(ctx context.Context, spec Spec) (_ *Job, retErr error) {
 		Timeout:    spec.Timeout,
 		Kill:       g.Kill,
 		OOMKilled:  func() bool { u, err := g.Usage(); return err == nil && u.OOMKills > 0 },
+		Stdin:      spec.Stdin,
 		StdoutPath: spec.StdoutPath,
 		StderrPath: spec.StderrPath,
 		OutputCap:  spec.OutputCap,
@@ -152,6 +160,22 @@ func Start(ctx context.Context, spec Spec) (_ *Job, retErr error) {
 	}
 	j.sb = sb
 	return j, nil
+}
+
+// cgroupBinds shows the job's own memory cgroup directory, read-only, at
+// its host path: the sandbox's root has no /sys, and node (libuv's
+// uv_get_constrained_memory, from which it sizes V8's heap) reads the
+// limit there, at the path /proc/self/cgroup names. Nothing else of
+// /sys is shown.
+func cgroupBinds(g *limits.Group) []sandbox.Bind {
+	var bs []sandbox.Bind
+	paths := g.Paths()
+	for _, h := range []string{"unified", "memory"} {
+		if p, ok := paths[h]; ok {
+			bs = append(bs, sandbox.Bind{Source: p, Target: p})
+		}
+	}
+	return bs
 }
 
 // Name returns the job's name (its cgroup's and namespace's).
@@ -187,6 +211,9 @@ func (j *Job) Wait(ctx context.Context) (Result, error) {
 			Stdout:   sr.Stdout,
 			Stderr:   sr.Stderr,
 		}
+		if len(sr.Binds) >= j.ownBinds {
+			res.Binds = sr.Binds[j.ownBinds:] // the caller's, not the cgroup's
+		}
 		if err := j.undo.Run(); err != nil {
 			errs = append(errs, fmt.Errorf("unable to tear down: %w", err))
 		}
@@ -197,6 +224,7 @@ func (j *Job) Wait(ctx context.Context) (Result, error) {
 		}
 		res.Cgroup = u
 		res.PeakMemory = u.PeakBytes
+		res.PeakAnonShmem = u.PeakAnonShmemBytes
 		res.MaxRSS = max(res.MaxRSS, u.MaxRSSBytes)
 		if u.OOMKills > 0 {
 			res.OOM = true

@@ -2,10 +2,12 @@ package confine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -269,5 +271,112 @@ func TestCleanup(t *testing.T) {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s group of a live owner removed: %s (stat: %v)", ctrl, p, err)
 		}
+	}
+}
+
+// TestOwnCgroup: the job sees its own memory limit where node and other
+// runtimes look for it (the cgroup directory /proc/self/cgroup names,
+// under /sys/fs/cgroup), read-only, and nothing else of /sys.
+func TestOwnCgroup(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	res, err := runJob(t, Spec{Args: []string{"/usr/bin/python3", "-c", `
+import json, os
+rel = None
+for line in open("/proc/self/cgroup"):
+    n, ctrl, p = line.strip().split(":", 2)
+    if ctrl == "" and n == "0" and rel is None:
+        rel, files = "/sys/fs/cgroup" + p, ["memory.max"]
+    if "memory" in ctrl.split(","):
+        rel, files = "/sys/fs/cgroup/memory" + p, ["memory.limit_in_bytes"]
+limit = open(os.path.join(rel, files[0])).read().strip()
+try:
+    open(os.path.join(rel, files[0]), "w").write("max")
+    write = "ok"
+except OSError as e:
+    write = e.strerror
+def walk(d):
+    out = []
+    while True:
+        names = sorted(os.listdir(d))
+        out.append(names)
+        if len(names) != 1 or d == rel:
+            return out
+        d = os.path.join(d, names[0])
+print(json.dumps({"limit": limit, "write": write, "sys": walk("/sys"), "dir": rel}))
+`}, MemoryMax: 96 << 20, StdoutPath: out})
+	if err != nil || res.ExitCode != 0 {
+		b, _ := os.ReadFile(out)
+		t.Fatalf("got exit %d, %v; output %s", res.ExitCode, err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Limit, Write, Dir string
+		Sys               any
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("output %q: %v", b, err)
+	}
+	if got.Limit != strconv.Itoa(96<<20) {
+		t.Errorf("got the memory limit %q at %s, want %d", got.Limit, got.Dir, 96<<20)
+	}
+	if got.Write != "Read-only file system" {
+		t.Errorf("writing the limit: got %q, want Read-only file system", got.Write)
+	}
+	t.Logf("/sys as the job sees it: %v", got.Sys)
+	if l, ok := got.Sys.([]any); !ok || len(l) == 0 {
+		t.Errorf("got /sys %v, want only the path to the job's cgroup", got.Sys)
+	} else if first, _ := l[0].([]any); len(first) != 1 || first[0] != "fs" {
+		t.Errorf("got /sys listing %v, want only [fs]", l[0])
+	}
+}
+
+// TestCPULimits: a job's CPUWeight and CPUQuota are written to its own
+// cgroup (v2 cpu.weight and cpu.max, v1 cpu.shares and cpu.cfs_quota_us),
+// read from the host while the job waits on its stdin.
+func TestCPULimits(t *testing.T) {
+	testenv.Require(t, testenv.Root, testenv.Cgroups, testenv.Netns, testenv.Userns)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	j, err := Start(ctx, Spec{
+		Args: []string{"/bin/sh", "-c", "read line"}, Stdin: pr,
+		UID: nobody, GID: nobody, Timeout: time.Minute,
+		NetnsRunDir: filepath.Join(t.TempDir(), "netns"),
+		CPUWeight:   100, CPUQuota: 150 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	paths := j.group.Paths()
+	want := map[string]string{}
+	if p, ok := paths["cpu"]; ok {
+		want[filepath.Join(p, "cpu.shares")] = "1024"
+		want[filepath.Join(p, "cpu.cfs_quota_us")] = "150000"
+	} else if p, ok := paths["unified"]; ok && j.group.Layout() == limits.Unified {
+		want[filepath.Join(p, "cpu.weight")] = "100"
+		want[filepath.Join(p, "cpu.max")] = "150000 100000"
+	} else {
+		t.Errorf("got cgroup paths %v, want a cpu group of the job's own", paths)
+	}
+	for file, w := range want {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Errorf("read %s: %v", file, err)
+		} else if got := strings.TrimSpace(string(b)); got != w {
+			t.Errorf("%s = %q, want %q", file, got, w)
+		}
+	}
+	pw.WriteString("done\n")
+	res, err := j.Wait(ctx)
+	if err != nil || res.ExitCode != 0 {
+		t.Errorf("got exit %d, %v, want 0", res.ExitCode, err)
 	}
 }

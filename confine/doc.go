@@ -21,13 +21,16 @@
 //
 // Start sets up, in this order, each step registering its undo on a
 // stack: a cgroup below Spec.CgroupParent (default: the cgroup this
-// process is in) with MemoryMax and PidsMax; a network namespace, closed
+// process is in) with MemoryMax, PidsMax, CPUWeight and CPUQuota; a network namespace, closed
 // (loopback only, every outbound attempt recorded) unless Spec.Network
 // is netns.Open, with Spec.Gateways reachable on loopback addresses; and
 // the sandbox, started inside both: its init joins the cgroup while it is
 // still gated (Config.Join is the group's Add; on a unified host it is
 // also born there with CLONE_INTO_CGROUP), is born in the namespace, and
-// gets the namespace's /etc/hosts and /etc/resolv.conf. The sandbox's
+// gets the namespace's /etc/hosts and /etc/resolv.conf, and, read-only at
+// its host path, the group's own memory cgroup directory (the sandbox's
+// root has no /sys; node reads its memory limit there and sizes its heap
+// by it). The sandbox's
 // deadline and kill are the group's kill, which also reaches processes
 // that left the session; an OOM kill is told from any other SIGKILL by
 // the group's OOM counter. If a step fails, the steps already taken are

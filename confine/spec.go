@@ -3,6 +3,7 @@ package confine
 import (
 	"errors"
 	"log/slog"
+	"os"
 	"syscall"
 	"time"
 
@@ -38,7 +39,8 @@ type Spec struct {
 	Dir string
 	// Workspace is a host directory bound read-write at /workspace.
 	Workspace string
-	// Binds are other host paths made visible; Files are written in.
+	// Binds are other host paths made visible, beyond the sandbox's
+	// allow-listed root (see package sandbox); Files are written in.
 	Binds []sandbox.Bind
 	Files []sandbox.File
 	// Mask lists host paths that must not be readable by any path.
@@ -57,14 +59,20 @@ type Spec struct {
 	MemoryMax int64
 	PidsMax   int64
 	// CPUWeight is the group's share of contended CPU (limits.Config);
-	// 0 leaves the default.
+	// 0 leaves the default. CPUQuota is how much CPU time the group may
+	// use per 100 ms (limits.Config.CPUQuota: 150ms is one and a half
+	// CPUs); 0 means no quota.
 	CPUWeight uint64
+	CPUQuota  time.Duration
 
 	// Network is netns.Closed (the zero value) or netns.Open. Gateways are
 	// reachable in either mode.
 	Network  netns.Mode
 	Gateways []netns.Gateway
 
+	// Stdin is the command's standard input (sandbox.Config.Stdin); nil
+	// means /dev/null.
+	Stdin *os.File
 	// StdoutPath and StderrPath receive the output, each capped at
 	// OutputCap bytes (default sandbox.DefaultOutputCap).
 	StdoutPath, StderrPath string
@@ -103,12 +111,18 @@ type Result struct {
 	// package doc.
 	PeakMemory int64
 	MaxRSS     int64
+	// PeakAnonShmem is the largest anonymous plus shared memory of the
+	// group (limits.Usage.PeakAnonShmemBytes): memory held that is not
+	// page cache of files on disk.
+	PeakAnonShmem int64
 	// Cgroup is the group's last usage reading, taken before removal.
 	Cgroup limits.Usage
 	// Network is the namespace's final report.
 	Network netns.Report
 	// Stdout and Stderr describe the captured output.
 	Stdout, Stderr sandbox.Output
+	// Binds are Spec.Binds as the sandbox made them (sources resolved).
+	Binds []sandbox.Bind
 }
 
 // CleanupConfig says where to look for what a crashed process left.

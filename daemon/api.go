@@ -32,11 +32,13 @@ func (s *server) routes() *http.ServeMux {
 	}
 	handle("POST /v1/runs", s.handleCreateRun)
 	handle("GET /v1/runs/{id}", s.handleGetRun)
+	handle("POST /v1/runs/{id}/retry", s.handleRetry)
 	handle("GET /v1/attempts", s.handleListAttempts)
 	handle("GET /v1/attempts/{id}", s.handleGetAttempt)
 	handle("GET /v1/attempts/{id}/events", s.handleEvents)
 	handle("POST /v1/attempts/{id}/cancel", s.handleCancel)
 	handle("POST /v1/attempts/{id}/regrade", s.handleRegrade)
+	handle("POST /v1/attempts/{id}/review", s.handleReview)
 	handle("GET /v1/attempts/{id}/journal", s.handleJournal)
 	handle("GET /v1/attempts/{id}/blobs/{sha}", s.handleBlob)
 	handle("GET /v1/attempts/{id}/transcript", s.handleTranscript)
@@ -44,6 +46,7 @@ func (s *server) routes() *http.ServeMux {
 	handle("GET /v1/tasks", s.handleTasks)
 	handle("POST /v1/tasks/check", s.handleCheck)
 	handle("GET /v1/status", s.handleStatus)
+	handle("GET /v1/key", s.handleKey)
 	handle("/", func(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("no endpoint %s %s: %w", r.Method, r.URL.Path, errNotFound)
 	})
@@ -103,12 +106,15 @@ func (s *server) validate(req apitype.RunRequest) (submitted, error) {
 	if req.Agent == "" {
 		return sub, fmt.Errorf("no agent given: %w", errInvalid)
 	}
+	if len(req.Agent) > apitype.MaxAgentBytes {
+		return sub, fmt.Errorf("agent command of %d bytes: at most %d: %w", len(req.Agent), apitype.MaxAgentBytes, errInvalid)
+	}
 	sub.n = req.Attempts
 	if sub.n == 0 {
 		sub.n = 1
 	}
-	if sub.n < 1 || sub.n > apitype.MaxAttempts {
-		return sub, fmt.Errorf("attempts %d out of range [1, %d]: %w", req.Attempts, apitype.MaxAttempts, errInvalid)
+	if most := min(apitype.MaxAttempts, s.cfg.MaxQueued); sub.n < 1 || sub.n > most {
+		return sub, fmt.Errorf("attempts %d out of range [1, %d]: %w", req.Attempts, most, errInvalid)
 	}
 	timeout := task.AgentTimeout
 	if timeout == 0 {
@@ -122,11 +128,17 @@ func (s *server) validate(req apitype.RunRequest) (submitted, error) {
 	if timeout < apitype.MinTimeout || timeout > apitype.MaxTimeout {
 		return sub, fmt.Errorf("timeout %v out of range [%v, %v]: %w", timeout, apitype.MinTimeout, apitype.MaxTimeout, errInvalid)
 	}
+	if len(req.Env) > apitype.MaxEnvVars {
+		return sub, fmt.Errorf("%d environment variables: at most %d: %w", len(req.Env), apitype.MaxEnvVars, errInvalid)
+	}
 	seen := map[string]bool{}
 	var names []string
 	for _, e := range req.Env {
 		if !envName.MatchString(e.Name) {
 			return sub, fmt.Errorf("environment variable name %q is not valid: %w", e.Name, errInvalid)
+		}
+		if len(e.Value) > apitype.MaxEnvValue {
+			return sub, fmt.Errorf("environment variable %s has a value of %d bytes: at most %d: %w", e.Name, len(e.Value), apitype.MaxEnvValue, errInvalid)
 		}
 		if seen[e.Name] {
 			return sub, fmt.Errorf("environment variable %s given twice: %w", e.Name, errInvalid)

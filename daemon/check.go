@@ -135,6 +135,13 @@ func (s *server) handleRegrade(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("task %q of attempt %s: %w", a.Task, a.ID, err)
 	}
+	// The same grader means the same bundle: one that changed since is
+	// refused, as verify --regrade and benchd grade --attempt refuse it.
+	if sha, err := task.BundleSHA256(); err != nil {
+		return fmt.Errorf("unable to hash the bundle of %s: %w", a.Task, err)
+	} else if a.TaskSHA256 != "" && sha != a.TaskSHA256 {
+		return fmt.Errorf("attempt %s was graded with bundle %s of %s, but the task store holds bundle %s now: %w", a.ID, a.TaskSHA256, a.Task, sha, errConflict)
+	}
 	_, recs, err := s.storedJournal(ctx, a.ID)
 	if err != nil {
 		return err
@@ -152,7 +159,12 @@ func (s *server) handleRegrade(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("regrade of attempt %s: %w", a.ID, err)
 	}
-	before := apitype.Verdict{Pass: a.Pass, Reward: a.Reward, Reasons: a.Reasons}
+	// A reviewed attempt is graded again against the grader's verdict,
+	// not the reviewer's.
+	before := apitype.Verdict{Pass: a.Pass, Reward: a.Reward, Outcome: a.Outcome, Reasons: a.Reasons, Seed: a.GradeSeed}
+	if a.Review != nil {
+		before = a.Review.Graded
+	}
 	if after.Reasons == nil {
 		after.Reasons = []apitype.Reason{}
 	}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,12 +34,20 @@ type Config struct {
 	TasksDir string
 	// Concurrency is how many attempts run at once; default runtime.NumCPU().
 	Concurrency int
+	// MaxQueued is how many attempts may wait in the queue (running ones
+	// not counted); a run that would queue more is refused as busy.
+	// Default DefaultMaxQueued.
+	MaxQueued int
 	// AgentUID and AgentGID are the credentials agents run with; both
 	// must be non-zero.
 	AgentUID, AgentGID int
 	// Group names the group whose members may use the API (root always
 	// may); default DefaultGroup.
 	Group string
+	// Retries is how many times an attempt that ends in an infra error is
+	// retried automatically, each retry a new attempt of the same run
+	// linked to the one it retries; 0 never (benchd --retries, default 1).
+	Retries int
 	// StopTimeout bounds how long a shutdown waits for running attempts
 	// to unwind; default 10 s.
 	StopTimeout time.Duration
@@ -56,6 +66,7 @@ const (
 	DefaultStateDir    = "/var/lib/benchd"
 	DefaultGroup       = "benchd"
 	DefaultStopTimeout = 10 * time.Second
+	DefaultMaxQueued   = 1000
 )
 
 // regradeDir, in the state directory, holds the final trees rebuilt for
@@ -79,7 +90,9 @@ type server struct {
 	store  *store.Store
 	engine *runs.Engine
 	auth   authorizer
-	mux    *http.ServeMux
+	// key is the host key: it signs each ended attempt's statement.
+	key ed25519.PrivateKey
+	mux *http.ServeMux
 
 	// workCtx is the parent of every attempt's context; stopWork cancels
 	// it at shutdown with errShutdown.
@@ -88,10 +101,16 @@ type server struct {
 	// closing is closed when event streams must end.
 	closing chan struct{}
 
+	// secrets has the --env values of the live attempts, for the log.
+	secrets *secretSet
+
 	mu   sync.Mutex
 	cond *sync.Cond // signals a change of queue or stopping
 	// queue holds the ids of queued attempts, oldest first.
 	queue []string
+	// reserved counts the attempts of runs being submitted, not yet in
+	// queue: they count against MaxQueued.
+	reserved int
 	// live holds the attempts that are queued or running in this process.
 	live map[string]*liveAttempt
 	// stopping is set when intake has stopped.
@@ -111,8 +130,17 @@ func (cfg *Config) setDefaults() error {
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = runtime.NumCPU()
 	}
+	if cfg.Retries < 0 {
+		return fmt.Errorf("retries %d is negative: %w", cfg.Retries, errInvalid)
+	}
 	if cfg.Concurrency < 0 {
 		return fmt.Errorf("concurrency %d is negative: %w", cfg.Concurrency, errInvalid)
+	}
+	if cfg.MaxQueued == 0 {
+		cfg.MaxQueued = DefaultMaxQueued
+	}
+	if cfg.MaxQueued < 0 {
+		return fmt.Errorf("max queued %d is negative: %w", cfg.MaxQueued, errInvalid)
 	}
 	if cfg.AgentUID <= 0 || cfg.AgentGID <= 0 {
 		return fmt.Errorf("agent uid %d and gid %d must both be non-zero: %w", cfg.AgentUID, cfg.AgentGID, errInvalid)
@@ -143,6 +171,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.setDefaults(); err != nil {
 		return err
 	}
+	// Every record benchd logs, its own and its packages', is scrubbed of
+	// the --env values of the attempts live at the time.
+	secrets := &secretSet{}
+	cfg.Logger = slog.New(secrets.handler(cfg.Logger.Handler()))
 	log := cfg.Logger.With("component", "daemon")
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("unable to create the state directory: %w", err)
@@ -168,6 +200,10 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("unable to create the state directory: %w", err)
 		}
 	}
+	key, err := HostKey(cfg.StateDir)
+	if err != nil {
+		return fmt.Errorf("unable to load the host key: %w", err)
+	}
 	st, err := store.Open(ctx, store.Config{Dir: cfg.StateDir, Logger: cfg.Logger})
 	if err != nil {
 		return fmt.Errorf("unable to open the store: %w", err)
@@ -180,6 +216,14 @@ func Run(ctx context.Context, cfg Config) error {
 	for _, id := range lost {
 		log.Warn("attempt in flight at the last stop is now infra_error", "attempt", id)
 		os.Remove(specPath(cfg.StateDir, id))
+	}
+	// Sealing a left journal updates its attempt (head, changeset): such
+	// an attempt is signed again below, after its last update.
+	resign := append([]string{}, lost...)
+	for _, id := range recoverJournals(ctx, st, cfg, log) {
+		if !slices.Contains(resign, id) {
+			resign = append(resign, id)
+		}
 	}
 	eng, err := runs.New(runs.Config{
 		StateDir:     cfg.StateDir,
@@ -198,13 +242,19 @@ func Run(ctx context.Context, cfg Config) error {
 		log:     log,
 		store:   st,
 		engine:  eng,
+		key:     key,
 		auth:    authorizer{Group: cfg.Group, ProcDir: "/proc"},
 		closing: make(chan struct{}),
 		live:    map[string]*liveAttempt{},
+		secrets: secrets,
 	}
 	s.cond = sync.NewCond(&s.mu)
 	s.workCtx, s.stopWork = context.WithCancelCause(context.WithoutCancel(ctx))
 	s.mux = s.routes()
+	for _, id := range resign {
+		s.sign(ctx, id, nil)
+	}
+	log.Info("host key", "keyid", PublicHostKey(key).KeyID)
 	if err := s.requeue(ctx); err != nil {
 		return err
 	}
@@ -296,7 +346,9 @@ func (s *server) abandonRunning() {
 		a.Finished = &now
 		if err := s.store.UpdateAttempt(ctx, a); err != nil {
 			s.log.Error("unable to record an abandoned attempt", "attempt", id, "err", err)
+			continue
 		}
+		s.sign(ctx, id, nil)
 	}
 }
 

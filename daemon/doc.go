@@ -29,15 +29,99 @@
 // (task, agent, attempts, timeout, environment names, gateways), then
 // records the run and its attempts as queued and puts them on a FIFO
 // queue served by Config.Concurrency workers; attempts of one run may run
-// in parallel. What a queued attempt needs beyond its stored record (the
-// timeout, gateways) is kept in STATE/queue/ID.json until it ends; the
+// in parallel. A request is bounded where it enters (invalid beyond a
+// bound): an agent command of at most apitype.MaxAgentBytes, at most
+// apitype.MaxEnvVars variables of apitype.MaxEnvValue bytes each, and
+// apitype.MaxAttempts attempts (or Config.MaxQueued, when lower). A run
+// whose attempts would make more than Config.MaxQueued wait in the queue
+// is refused as busy (503), with the numbers; running attempts do not
+// count. What a queued attempt needs beyond its stored record (the
+// timeout, gateways) is kept in STATE/queue/ID.json until it ends, and
+// in the store (requests) for good, so that it can be retried; the
 // values of environment variables are kept in memory only, never on disk.
+//
+// # Retries
+//
+// An attempt that ends in an infra error (not a cancel, not a shutdown)
+// is retried automatically up to Config.Retries times along its chain
+// (benchd --retries, default 1): the retry is a new queued attempt of the
+// same run, appended to the run's attempts, linked to the one it retries
+// (retry_of, which its signed statement carries; retried_by on the
+// other), with the same request and, since it is made while the first
+// one's values are still in memory, the same environment values. POST
+// /v1/runs/{id}/retry retries every infra error of a run that no attempt
+// retries yet, with its stored request; one that named environment
+// variables is skipped with the reason (their values are gone), and a
+// run with nothing to retry is a conflict that says why. The store takes
+// a retry only of an infra error of the same run, and only once
+// (store.CreateRetry), so that a slot of a run has at most one verdict
+// whatever callers race.
+//
+// # Secrets
+//
+// The values of a request's environment variables are the caller's
+// secrets (API keys). An agent may print them, and a grader's or the
+// kernel's report may carry what it printed. Where an attempt's text
+// enters the store, in the worker that ends it, every exact match of a
+// value of MinSecretBytes or more is replaced by "[env NAME]": in the
+// capture files (rewritten in place) and so the stored transcript, the
+// infra error, the reasons' messages and the DNS names of the network
+// report; the signed statement and exports are made from the stored
+// record. Every record benchd logs (the daemon's, the engine's, the
+// store's) goes through one slog.Handler that does the same with the
+// values of every attempt live at the time. Not scrubbed: the journal
+// and its blobs (what the agent wrote into the workspace is the graded
+// evidence, and the hash chain covers it), the agent command line (the
+// caller wrote it), and the capture files of an attempt interrupted by
+// a crash, whose values died with the process.
+//
+// # Signed attempts
+//
+// benchd has a host key: an Ed25519 key in STATE/hostkey.pem (PKCS #8,
+// PEM), made at the first start (or by "benchd key") with mode 0600 and
+// owned by root, and refused when others may read it or, under root,
+// when root does not own it. GET /v1/key gives its public half.
+//
+// Every ending of an attempt (a verdict, an infra error, a cancel, the
+// infra error recovery gives an attempt in flight at a crash) stores the
+// attempt first and then signs what was stored: the apitype.Statement of
+// the stored record (verdict and reasons, journal head, task bundle hash,
+// agent identity, limits, timings, benchd's version, metrics, changeset,
+// network) plus the edit policy of the bundle that graded it, as the
+// payload of a DSSE envelope (internal/dsse) of payload type
+// apitype.StatementPayloadType. The envelope is kept in the store
+// (signatures) and exported as attempt.dsse.json, so that benchctl verify
+// can check offline that attempt.json is what benchd recorded. The key
+// is trusted as far as the host is: whoever is root there can sign
+// anything with it; the signature proves which host recorded an attempt
+// and that the record was not edited since, not that the host is honest.
+//
+// # Reviews
+//
+// A verdict the grader left to review (outcome review) is decided by POST
+// /v1/attempts/{id}/review (benchctl review). The reviewer is the uid of
+// the connection's peer credentials, read when it was accepted: the
+// request body holds only the decision and why, and unknown fields are
+// refused, so no caller can review in another's name. The store records
+// the review and the decided verdict in one transaction (it refuses a
+// second review and an attempt not in review, as conflicts); the attempt
+// is then signed again, its statement of type
+// apitype.StatementTypeReviewed with the review in it, keeping the edit
+// policy of the statement signed at the attempt's end. The export adds
+// review.json. Should the second signing fail, the review stands and the
+// request fails with the reason: the stored envelope is still the
+// attempt's first, which verify then finds does not match attempt.json.
 //
 // # Recovery and shutdown
 //
 // At start-up, before anything runs, leftovers of a crash are removed
 // (runs.Cleanup: FUSE views, cgroups, network namespaces), every attempt
-// that was running is marked infra_error (never an agent failure), and
+// that was running is marked infra_error (never an agent failure), the
+// journal of every ended attempt that the store does not hold (found in
+// its work directory, STATE/attempts/ID) is sealed with journal.Recover
+// (cut at the last complete record, an interrupted record, the unmount
+// of the tree the records account for) and stored, and the attempt gets
+// its journal head, changeset, edit counts and transcript from it; then
 // queued attempts are queued again. An attempt that named environment
 // variables cannot go on after a restart, since their values are gone: it
 // becomes infra_error too.
@@ -47,4 +131,21 @@
 // canceled and end as infra_error, and Run waits at most
 // Config.StopTimeout for them to unwind before it closes the listener and
 // the store.
+//
+// # What each ending leaves
+//
+// Every attempt whose workspace view was mounted has a stored, verifying
+// journal, however it ended, and benchctl log, diff, export and verify
+// show it:
+//
+//   - done (a verdict, a timeout included): the journal sealed at
+//     collect; a timed-out one has an interrupted record;
+//   - canceled, or running at SIGTERM and unwound within StopTimeout:
+//     the journal sealed with an interrupted record naming the cause,
+//     stored as the attempt ends, with the changeset it shows (no
+//     verdict);
+//   - running at SIGTERM past StopTimeout, or at kill -9, a crash or a
+//     power loss: infra_error, and the journal file as far as it was
+//     synced (journal.SyncInterval), sealed and stored at the next
+//     start.
 package daemon

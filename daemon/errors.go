@@ -20,6 +20,7 @@ var (
 	errNotFound  = errors.New("not found")
 	errConflict  = errors.New("conflict")
 	errBusy      = errors.New("benchd is shutting down")
+	errQueueFull = errors.New("the queue is full: try again when attempts have started")
 	errTooLarge  = errors.New("request body too large")
 	errForbidden = errors.New("forbidden")
 )
@@ -34,7 +35,7 @@ var classes = []struct {
 }{
 	{[]error{errTooLarge}, http.StatusRequestEntityTooLarge, apitype.CodeTooLarge},
 	{[]error{errForbidden}, http.StatusForbidden, apitype.CodeForbidden},
-	{[]error{errBusy}, http.StatusServiceUnavailable, apitype.CodeBusy},
+	{[]error{errBusy, errQueueFull}, http.StatusServiceUnavailable, apitype.CodeBusy},
 	{[]error{errInvalid, tasks.ErrInvalid, runs.ErrInvalid}, http.StatusBadRequest, apitype.CodeInvalid},
 	{[]error{errNotFound, store.ErrNotFound, tasks.ErrNotFound}, http.StatusNotFound, apitype.CodeNotFound},
 	{[]error{errConflict, store.ErrConflict}, http.StatusConflict, apitype.CodeConflict},

@@ -26,6 +26,8 @@ const (
 	exportStderr  = "transcript/stderr"
 	exportAttempt = "attempt.json"
 	exportTask    = "task.json"
+	exportSigned  = "attempt.dsse.json"
+	exportReview  = "review.json"
 )
 
 // storedJournal returns the raw journal of attempt id and its records.
@@ -117,9 +119,17 @@ func (s *server) handleExport(w http.ResponseWriter, r *http.Request) error {
 		if info, err = taskInfo(t); err != nil {
 			return err
 		}
-		if a.TaskSHA256 != "" {
-			info.SHA256 = a.TaskSHA256 // the bundle that graded it
+		if a.TaskSHA256 != "" && info.SHA256 != a.TaskSHA256 {
+			// The bundle changed since: its policy is not the one that
+			// graded the attempt (the signed statement has that one).
+			info.SHA256, info.Allow, info.Ignore = a.TaskSHA256, nil, nil
 		}
+	}
+	// An attempt ended by a benchd that did not sign yet has no
+	// envelope: the archive goes without, and verify says so.
+	envelope, err := s.store.Envelope(r.Context(), a.ID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
 	}
 	attemptJSON, _ := json.MarshalIndent(a, "", "  ")
 	taskJSON, _ := json.MarshalIndent(info, "", "  ")
@@ -145,6 +155,13 @@ func (s *server) handleExport(w http.ResponseWriter, r *http.Request) error {
 		put(exportStdout, []byte(tr.Stdout)),
 		put(exportStderr, []byte(tr.Stderr)),
 	)
+	if werr == nil && envelope != nil {
+		werr = put(exportSigned, append(envelope, '\n'))
+	}
+	if werr == nil && a.Review != nil {
+		reviewJSON, _ := json.MarshalIndent(a.Review, "", "  ")
+		werr = put(exportReview, append(reviewJSON, '\n'))
+	}
 	blobDir := journal.BlobsDir(exportJournal)
 	for _, sha := range shas {
 		if werr != nil {
@@ -228,5 +245,7 @@ func taskInfo(t *tasks.Task) (apitype.TaskInfo, error) {
 		TimeoutSec:    int(timeout / time.Second),
 		KnownAttempts: known,
 		SHA256:        sha,
+		Allow:         t.Policy.Allow,
+		Ignore:        t.Policy.Ignore,
 	}, nil
 }

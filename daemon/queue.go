@@ -157,14 +157,19 @@ func (s *server) requeue(ctx context.Context) error {
 // endUnrun ends an attempt that never ran, as canceled or infra_error.
 func (s *server) endUnrun(ctx context.Context, a apitype.Attempt, state, why string) apitype.Attempt {
 	now := time.Now().UTC()
-	a.State, a.Phase, a.Pass, a.Reward, a.Finished = state, "", false, 0, &now
+	a.State, a.Phase, a.Pass, a.Reward, a.Finished, a.BenchdVersion = state, "", false, 0, &now, Version
 	if state == apitype.StateInfraError {
 		a.InfraError = why
 	}
 	if err := s.store.UpdateAttempt(ctx, a); err != nil {
 		s.log.Error("unable to record the end of an attempt", "attempt", a.ID, "err", err)
+	} else {
+		s.sign(ctx, a.ID, nil)
 	}
 	os.Remove(specPath(s.cfg.StateDir, a.ID))
+	if b, err := s.store.GetAttempt(ctx, a.ID); err == nil {
+		a = b
+	}
 	return a
 }
 
@@ -182,9 +187,30 @@ type submitted struct {
 func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error) {
 	s.mu.Lock()
 	stopping := s.stopping
+	waiting := len(s.queue) + s.reserved
+	full := waiting+req.n > s.cfg.MaxQueued
+	if !stopping && !full {
+		s.reserved += req.n
+	}
 	s.mu.Unlock()
 	if stopping {
 		return apitype.Run{}, fmt.Errorf("not taking new runs: %w", errBusy)
+	}
+	if full {
+		return apitype.Run{}, fmt.Errorf("%d attempts queued and %d asked for, beyond the limit of %d (benchd --max-queued): %w",
+			waiting, req.n, s.cfg.MaxQueued, errQueueFull)
+	}
+	queued := false
+	defer func() {
+		if !queued {
+			s.mu.Lock()
+			s.reserved -= req.n
+			s.mu.Unlock()
+		}
+	}()
+	request, err := json.Marshal(req.spec)
+	if err != nil {
+		return apitype.Run{}, err
 	}
 	now := time.Now().UTC()
 	run := apitype.Run{ID: newID("r-"), Task: req.task.ID, Agent: req.spec.Agent, Created: now}
@@ -206,12 +232,18 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 		if err := s.store.CreateAttempt(ctx, a); err != nil {
 			return apitype.Run{}, fmt.Errorf("unable to record attempt %s: %w", id, err)
 		}
+		if err := s.store.SaveRequest(ctx, id, request); err != nil {
+			return apitype.Run{}, err
+		}
 	}
 	s.mu.Lock()
 	for _, id := range run.Attempts {
 		s.live[id] = newLive(id, req.spec, req.env)
+		s.secrets.add(id, req.env)
 		s.queue = append(s.queue, id)
 	}
+	s.reserved -= req.n
+	queued = true
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	s.log.Info("run queued", "run", run.ID, "task", run.Task, "agent", run.Agent, "attempts", len(run.Attempts))
@@ -337,6 +369,10 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 	if final.TaskSHA256 == "" && task != nil {
 		final.TaskSHA256, _ = bundleSHA256(task)
 	}
+	if task != nil {
+		timeout, _ := time.ParseDuration(la.spec.Timeout)
+		final.Limits = &apitype.Limits{TimeoutMS: timeout.Milliseconds(), MemoryBytes: int64(task.MemoryMB) << 20}
+	}
 	cause := context.Cause(ctx)
 	switch {
 	case err == nil:
@@ -362,9 +398,19 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 			case final.JournalHead == "":
 				final.JournalHead = head
 			}
+			// An attempt cut short has no verdict, but its journal
+			// says what it changed.
+			if ierr == nil && final.State != apitype.StateDone && task != nil {
+				if err := attachJournalFacts(&final, out.JournalPath, task.Policy); err != nil {
+					log.Warn("unable to read the facts of the journal", "err", err)
+				}
+			}
 		}
 	}
-	if err := s.saveTranscript(bg, la.id, out); err != nil {
+	// What the attempt's text holds of its --env values is scrubbed
+	// here, where it enters the store.
+	scrub := newScrubber(la.env)
+	if err := s.saveTranscript(bg, la.id, out, scrub); err != nil {
 		log.Warn("unable to store the transcript", "err", err)
 	}
 	if final.State != apitype.StateDone {
@@ -376,10 +422,26 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 	if final.Changeset == nil {
 		final.Changeset = []apitype.Change{}
 	}
+	scrub.attempt(&final)
 	now := time.Now().UTC()
-	final.Phase, final.Finished = "", &now
+	final.Phase, final.Finished, final.BenchdVersion = "", &now, Version
 	if err := s.store.UpdateAttempt(bg, final); err != nil {
 		log.Error("unable to record the end of an attempt", "err", err)
+	} else {
+		var pol *apitype.TaskPolicy
+		if task != nil && final.TaskSHA256 != "" {
+			pol = &apitype.TaskPolicy{Allow: task.Policy.Allow, Ignore: task.Policy.Ignore}
+		}
+		s.sign(bg, la.id, pol)
+		if a, err := s.store.GetAttempt(bg, la.id); err == nil {
+			final = a // as signed
+		}
+		if final.State == apitype.StateInfraError && !errors.Is(cause, errShutdown) && !errors.Is(cause, errUserCanceled) {
+			s.retryAuto(bg, log, final, la)
+			if a, err := s.store.GetAttempt(bg, la.id); err == nil {
+				final = a // with retried_by
+			}
+		}
 	}
 	os.Remove(specPath(s.cfg.StateDir, la.id))
 	log.Info("attempt ended", "state", final.State, "pass", final.Pass, "wall_ms", final.WallMS, "infra_error", final.InfraError)
@@ -392,6 +454,7 @@ func (s *server) retire(la *liveAttempt, final apitype.Attempt) {
 	delete(s.live, la.id)
 	s.mu.Unlock()
 	la.finish(final)
+	s.secrets.remove(la.id)
 }
 
 // cancel ends a queued or running attempt. A queued one is canceled at
@@ -425,6 +488,7 @@ func (s *server) cancelAttempt(ctx context.Context, id string) (apitype.Attempt,
 		}
 		a = s.endUnrun(context.WithoutCancel(ctx), a, apitype.StateCanceled, "")
 		la.finish(a)
+		s.secrets.remove(id)
 		s.log.Info("queued attempt canceled", "attempt", id)
 		return a, nil
 	}

@@ -2,20 +2,24 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"os"
-	"slices"
 
 	"benchd.dev/daemon/runs"
-	"benchd.dev/fsmon/journal"
 	"benchd.dev/sandbox"
 	"benchd.dev/tasks"
 )
 
-// saveTranscript stores the agent's captured output of an attempt.
-func (s *server) saveTranscript(ctx context.Context, id string, out runs.Outcome) error {
-	return s.store.SaveTranscriptFiles(ctx, id, out.StdoutPath, out.StderrPath,
-		capped(out.StdoutPath), capped(out.StderrPath))
+// saveTranscript stores the agent's captured output of an attempt,
+// scrubbed with sc first (the capture files too, in place): nothing is
+// stored unscrubbed.
+func (s *server) saveTranscript(ctx context.Context, id string, out runs.Outcome, sc scrubber) error {
+	outCapped, errCapped := capped(out.StdoutPath), capped(out.StderrPath)
+	for _, p := range []string{out.StdoutPath, out.StderrPath} {
+		if err := sc.file(p); err != nil {
+			return err
+		}
+	}
+	return s.store.SaveTranscriptFiles(ctx, id, out.StdoutPath, out.StderrPath, outCapped, errCapped)
 }
 
 // capped reports whether a capture file ends with the sandbox's trailer,
@@ -39,24 +43,5 @@ func capped(path string) bool {
 	return string(buf) == trailer
 }
 
-// bundleSHA256 hashes a task bundle: the SHA-256 of its manifest.
-func bundleSHA256(t *tasks.Task) (string, error) {
-	tree, err := journal.ScanTree(t.Dir)
-	if err != nil {
-		return "", err
-	}
-	paths := make([]string, 0, len(tree))
-	for p := range tree {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
-	entries := make([]journal.Entry, 0, len(paths))
-	for _, p := range paths {
-		entries = append(entries, tree[p])
-	}
-	b, err := json.Marshal(entries)
-	if err != nil {
-		return "", err
-	}
-	return journal.HashBytes(b), nil
-}
+// bundleSHA256 identifies a task bundle (tasks.Task.BundleSHA256).
+func bundleSHA256(t *tasks.Task) (string, error) { return t.BundleSHA256() }

@@ -3,11 +3,13 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"benchd.dev/client/apitype"
@@ -36,6 +38,7 @@ func TestHTTPError(t *testing.T) {
 		{"max bytes", &http.MaxBytesError{Limit: 10}, 413, apitype.CodeTooLarge},
 		{"forbidden", fmt.Errorf("uid 1: %w", errForbidden), 403, apitype.CodeForbidden},
 		{"busy", fmt.Errorf("run: %w", errBusy), 503, apitype.CodeBusy},
+		{"queue full", fmt.Errorf("run: %w", errQueueFull), 503, apitype.CodeBusy},
 		{"anything else", errors.New("disk full"), 500, apitype.CodeInternal},
 	}
 	for _, c := range cases {
@@ -185,5 +188,68 @@ func TestSameVerdict(t *testing.T) {
 				t.Fatalf("got %v, want %v", got, c.same)
 			}
 		})
+	}
+}
+
+func TestConfigRetries(t *testing.T) {
+	cfg := Config{TasksDir: t.TempDir(), AgentUID: 65534, AgentGID: 65534, Retries: -1}
+	if err := cfg.setDefaults(); !errors.Is(err, errInvalid) || !strings.Contains(err.Error(), "retries -1") {
+		t.Errorf("got %v, want an invalid error naming retries -1", err)
+	}
+}
+
+// TestSubmitQueueBound: runs submitted at once never queue more than
+// MaxQueued attempts between them; the rest are refused as busy, with
+// nothing stored.
+func TestSubmitQueueBound(t *testing.T) {
+	ctx := t.Context()
+	state := t.TempDir()
+	if err := os.Mkdir(filepath.Join(state, "queue"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, store.Config{Dir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := &server{cfg: Config{StateDir: state, MaxQueued: 5}, store: st, live: map[string]*liveAttempt{}, secrets: &secretSet{}, log: slog.New(slog.DiscardHandler)}
+	s.cond = sync.NewCond(&s.mu)
+	sub := submitted{task: &tasks.Task{ID: "rt-01"}, spec: queuedSpec{Task: "rt-01", Agent: apitype.AgentNull}, n: 2}
+	const runs = 8
+	errs := make(chan error, runs)
+	var wg sync.WaitGroup
+	for range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.submit(ctx, sub)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	accepted := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			accepted++
+		case !errors.Is(err, errQueueFull):
+			t.Errorf("got error %v, want nil or errQueueFull", err)
+		case !strings.Contains(err.Error(), "beyond the limit of 5 (benchd --max-queued)"):
+			t.Errorf("got message %q, want the limit named", err)
+		}
+	}
+	if accepted != 2 {
+		t.Errorf("got %d runs of 2 accepted with a limit of 5, want 2", accepted)
+	}
+	if len(s.queue) != 4 || s.reserved != 0 {
+		t.Errorf("got %d queued and %d reserved, want 4 and 0", len(s.queue), s.reserved)
+	}
+	stored, err := st.ListAttempts(ctx, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 4 {
+		t.Errorf("got %d attempts stored, want 4: a refused run stores nothing", len(stored))
 	}
 }

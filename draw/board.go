@@ -26,10 +26,13 @@ const DefaultStreak = 3
 
 // Row statuses: what happened to a task in this run of the board.
 const (
-	RowPass    = "pass"        // every attempt of this run passed
-	RowFail    = "fail"        // at least one attempt got a failing verdict
-	RowInfra   = "infra_error" // no failing verdict, but an attempt had no verdict (infra error or canceled)
-	RowSkipped = "skipped"     // not run: the gate did not pass
+	RowPass = "pass" // every attempt of this run passed
+	RowFail = "fail" // at least one attempt got a failing verdict
+	// RowUnresolved: no failing verdict, but at least one attempt's
+	// verdict is left to review and not yet reviewed.
+	RowUnresolved = "unresolved"
+	RowInfra      = "infra_error" // no failing verdict, but an attempt had no verdict (infra error or canceled)
+	RowSkipped    = "skipped"     // not run: the gate did not pass
 )
 
 // GatePassed reports whether the gate's attempts of this run let the
@@ -37,6 +40,7 @@ const (
 // An infra error in the gate is no pass: the gated tasks are skipped then
 // too, and the board says why.
 func GatePassed(gate []apitype.Attempt) bool {
+	gate = Slots(gate)
 	if len(gate) == 0 {
 		return false
 	}
@@ -46,6 +50,19 @@ func GatePassed(gate []apitype.Attempt) bool {
 		}
 	}
 	return true
+}
+
+// Slots leaves out of a run's attempts each infra error that another
+// attempt retries (RetriedBy set): a run's slot is a chain of retries,
+// and only its last attempt counts. The order is kept.
+func Slots(run []apitype.Attempt) []apitype.Attempt {
+	out := make([]apitype.Attempt, 0, len(run))
+	for _, a := range run {
+		if a.RetriedBy == "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Skipped reports whether the board skips task, given the gate's outcome.
@@ -69,10 +86,12 @@ type BoardInput struct {
 type Row struct {
 	Task     string   `json:"task"`
 	Status   string   `json:"status"`   // RowPass, RowFail, RowInfra, RowSkipped
-	Outcomes []string `json:"outcomes"` // this run's attempts, in order: pass, fail, infra error, canceled
+	Outcomes []string `json:"outcomes"` // this run's attempts, in order: pass, fail, unresolved, infra error, canceled
 	Attempts []string `json:"attempts"` // their ids
 	Streak   Streak   `json:"streak"`
 	Met      bool     `json:"met"` // Streak.Passes >= the target
+	// Unresolved are this run's attempts whose verdict is left to review.
+	Unresolved []string `json:"unresolved"`
 }
 
 // Board is the suite's state for one agent (and model).
@@ -85,13 +104,25 @@ type Board struct {
 	Green bool `json:"green"`
 	// NotGreen says why the board is not green, one sentence each.
 	NotGreen []string `json:"not_green"`
+	// Unresolved counts this run's attempts whose verdict is left to
+	// review: neither passes nor fails until benchctl review decides
+	// them.
+	Unresolved int `json:"unresolved"`
 }
 
+// OutcomeUnresolved is the Outcome of an attempt whose verdict is left
+// to review and not yet reviewed.
+const OutcomeUnresolved = "unresolved"
+
 // Outcome names what happened to one attempt: "pass", "fail",
-// "infra error", "canceled", or its state while it has no verdict.
+// "unresolved", "infra error", "canceled", or its state while it has no
+// verdict.
 func Outcome(a apitype.Attempt) string {
 	switch a.State {
 	case apitype.StateDone:
+		if a.Unresolved() {
+			return OutcomeUnresolved
+		}
 		if a.Pass {
 			return "pass"
 		}
@@ -126,8 +157,8 @@ func Evaluate(in BoardInput) Board {
 	}
 	keys := map[string][]string{} // suite key -> tasks
 	for _, task := range SuiteTasks {
-		row := Row{Task: task, Outcomes: []string{}, Attempts: []string{}}
-		run := in.Runs[task]
+		row := Row{Task: task, Outcomes: []string{}, Attempts: []string{}, Unresolved: []string{}}
+		run := Slots(in.Runs[task])
 		switch {
 		case Skipped(task, b.GatePassed):
 			row.Status = RowSkipped
@@ -137,7 +168,11 @@ func Evaluate(in BoardInput) Board {
 		for _, a := range run {
 			row.Outcomes = append(row.Outcomes, Outcome(a))
 			row.Attempts = append(row.Attempts, a.ID)
+			if a.Unresolved() {
+				row.Unresolved = append(row.Unresolved, a.ID)
+			}
 		}
+		b.Unresolved += len(row.Unresolved)
 		id, ok := runIdentity(run)
 		if !ok && suiteKey != "" {
 			id, ok = LatestIdentity(in.History[task], suiteKey)
@@ -156,6 +191,8 @@ func Evaluate(in BoardInput) Board {
 				msg += fmt.Sprintf(" (skipped: gate %s did not pass)", GateTask)
 			case !ok:
 				msg += " (no attempt of this agent)"
+			case row.Streak.PendingOn != "":
+				msg += fmt.Sprintf(" (counted up to %s, whose verdict is left to review: benchctl review decides it)", row.Streak.PendingOn)
 			}
 			b.NotGreen = append(b.NotGreen, msg)
 		}
@@ -186,15 +223,18 @@ func runIdentity(run []apitype.Attempt) (Identity, bool) {
 }
 
 func rowStatus(run []apitype.Attempt) string {
+	run = Slots(run)
 	if len(run) == 0 {
 		return RowInfra
 	}
 	status := RowPass
 	for _, a := range run {
 		switch {
+		case a.Unresolved():
+			status = RowUnresolved
 		case a.State == apitype.StateDone && !a.Pass:
 			return RowFail
-		case a.State != apitype.StateDone:
+		case a.State != apitype.StateDone && status != RowUnresolved:
 			status = RowInfra
 		}
 	}

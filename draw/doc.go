@@ -105,10 +105,13 @@
 //
 // An agent is a frozen identity up to its suite key (Identity.SuiteKey):
 // the executable's hash and arguments and the model. A scored attempt is
-// one with a verdict (state done): its pass counts as a completion, its
-// fail as a non-completion. Infra errors are never scored (the harness
-// failed, not the agent); canceled and unfinished attempts have no
-// verdict and are not scored either. Each is counted and shown.
+// one with a decided verdict (state done, pass or fail): its pass counts
+// as a completion, its fail as a non-completion. Infra errors are never
+// scored (the harness failed, not the agent); canceled and unfinished
+// attempts have no verdict and are not scored either. An unresolved
+// attempt (a verdict the grader left to review, not yet reviewed) is
+// neither a pass nor a fail: it is not scored until benchctl review
+// decides it, and then counts as decided. Each is counted and shown.
 //
 // # Intervals
 //

@@ -170,11 +170,14 @@ type AgentScore struct {
 	Agent    string   `json:"agent"` // label, unique in the series
 	Identity Identity `json:"identity"`
 	Passes   int      `json:"passes"`
-	Scored   int      `json:"scored"` // attempts with a verdict
+	Scored   int      `json:"scored"` // attempts with a decided verdict (pass or fail)
 	Tasks    int      `json:"tasks"`  // tasks with a scored attempt
-	// Not scored: infra errors, canceled attempts.
+	// Not scored: infra errors, canceled attempts, and unresolved ones
+	// (a verdict left to review, not yet reviewed: neither a pass nor a
+	// fail).
 	InfraErrors int       `json:"infra_errors"`
 	Canceled    int       `json:"canceled"`
+	Unresolved  int       `json:"unresolved"`
 	Rate        *float64  `json:"rate"`           // Passes/Scored; nil when nothing was scored
 	Wilson      *Interval `json:"wilson"`         // nil when nothing was scored
 	Bootstrap   *Interval `json:"bootstrap"`      // nil with fewer than two tasks
@@ -194,7 +197,7 @@ type Pair struct {
 // AttemptOutcome is what happened in one attempt.
 type AttemptOutcome struct {
 	ID         string           `json:"id"`
-	Outcome    string           `json:"outcome"` // pass, fail, infra error, canceled
+	Outcome    string           `json:"outcome"` // pass, fail, unresolved, infra error, canceled
 	Reasons    []apitype.Reason `json:"reasons"`
 	InfraError string           `json:"infra_error,omitempty"`
 	Created    time.Time        `json:"created"`
@@ -226,8 +229,12 @@ type SeriesCard struct {
 	Tasks      []TaskOutcomes `json:"tasks"`
 	LeftOut    int            `json:"left_out"`   // attempts graded by another bundle
 	Unfinished int            `json:"unfinished"` // queued or running
-	Resamples  int            `json:"resamples"`
-	Seed       uint64         `json:"seed"`
+	// Retried counts the infra errors left out because another attempt
+	// retries them: a run's slot counts once, by the end of its chain.
+	Retried    int    `json:"retried,omitempty"`
+	Unresolved int    `json:"unresolved"` // verdicts left to review, not scored
+	Resamples  int    `json:"resamples"`
+	Seed       uint64 `json:"seed"`
 }
 
 // Scorecard is every series, side by side.
@@ -266,6 +273,8 @@ func scoreSeries(s Series, all []apitype.Attempt, cfg ScoreConfig) SeriesCard {
 	for _, a := range all {
 		switch {
 		case !slices.Contains(s.Tasks, a.Task):
+		case a.RetriedBy != "":
+			card.Retried++
 		case a.State == apitype.StateQueued || a.State == apitype.StateRunning:
 			card.Unfinished++
 		case !s.Contains(a):
@@ -304,8 +313,11 @@ func scoreSeries(s Series, all []apitype.Attempt, cfg ScoreConfig) SeriesCard {
 			keys = append(keys, k)
 		}
 		acc.spec = a.Agent.Spec // the newest spec names the agent
-		switch a.State {
-		case apitype.StateDone:
+		switch {
+		case a.Unresolved():
+			acc.score.Unresolved++
+			card.Unresolved++
+		case a.State == apitype.StateDone:
 			c := acc.clusters[a.Task]
 			if c == nil {
 				c = &Cluster{Task: a.Task}
@@ -317,9 +329,9 @@ func scoreSeries(s Series, all []apitype.Attempt, cfg ScoreConfig) SeriesCard {
 				c.Passes++
 				acc.score.Passes++
 			}
-		case apitype.StateInfraError:
+		case a.State == apitype.StateInfraError:
 			acc.score.InfraErrors++
-		case apitype.StateCanceled:
+		case a.State == apitype.StateCanceled:
 			acc.score.Canceled++
 		}
 	}

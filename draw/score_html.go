@@ -167,7 +167,7 @@ th { background: #f4f4f4; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.rates { font-size: .9em; }
 td.iv { white-space: nowrap; font-variant-numeric: tabular-nums; }
-.pass { color: #116329; } .fail { color: #b3261e; } .infra-error, .canceled { color: #8a6d00; }
+.pass { color: #116329; } .fail { color: #b3261e; } .infra-error, .canceled, .unresolved { color: #8a6d00; }
 a { color: inherit; }
 .sep li { margin: .15em 0; }
 .attempt { border-top: 1px solid #eee; padding: .4em 0; }
@@ -187,7 +187,7 @@ Agents are listed by name, not by rate; agents whose intervals overlap cannot be
 <p class="meta">id <code>{{.Card.ID}}</code>, {{.Dates}}<br>
 tasks: {{join .Card.Series.Tasks ", "}}<br>
 draw rule: {{.Card.Series.DrawRule}}<br>
-grading rules: {{.Card.Series.RulesVersion}}{{if .Card.LeftOut}}; {{.Card.LeftOut}} attempt(s) graded by another bundle left out{{end}}{{if .Card.Unfinished}}; {{.Card.Unfinished}} unfinished{{end}}</p>
+grading rules: {{.Card.Series.RulesVersion}}{{if .Card.LeftOut}}; {{.Card.LeftOut}} attempt(s) graded by another bundle left out{{end}}{{if .Card.Retried}}; {{.Card.Retried}} retried infra error(s) left out{{end}}{{if .Card.Unfinished}}; {{.Card.Unfinished}} unfinished{{end}}</p>
 <h3>Completion rate, 95% intervals</h3>
 <svg class="plot" role="img" aria-label="completion rates of series {{.Card.Series.Name}} with their intervals" style="width: 100%; max-width: {{.Plot.W}}px" viewBox="0 0 {{.Plot.W}} {{.Plot.H}}" xmlns="http://www.w3.org/2000/svg">
 {{range .Plot.Ticks}}<line x1="{{.X}}" y1="16" x2="{{.X}}" y2="{{$s.Plot.AxisY}}" stroke="#e6e6e6"/>
@@ -202,7 +202,7 @@ grading rules: {{.Card.Series.RulesVersion}}{{if .Card.LeftOut}}; {{.Card.LeftOu
 <p class="note">Dot: rate. Thin line: Wilson interval on attempts. Shaded bar: bootstrap interval over tasks.</p>
 <table class="rates">
 <tr><th>agent</th><th>passed</th><th>scored</th><th>tasks</th><th>rate</th><th>Wilson 95% (attempts)</th><th>bootstrap 95% (tasks)</th><th>not scored</th></tr>
-{{range .Card.Agents}}<tr><td>{{.Agent}}</td><td class="num">{{.Passes}}</td><td class="num">{{.Scored}}</td><td class="num">{{.Tasks}}</td><td class="num">{{rate .Rate}}</td><td class="iv">{{pct .Wilson}}</td><td class="iv">{{pct .Bootstrap}}</td><td>{{if .InfraErrors}}{{.InfraErrors}} infra error(s) {{end}}{{if .Canceled}}{{.Canceled}} canceled{{end}}{{if .Note}} <span class="note">{{.Note}}</span>{{end}}</td></tr>
+{{range .Card.Agents}}<tr><td>{{.Agent}}</td><td class="num">{{.Passes}}</td><td class="num">{{.Scored}}</td><td class="num">{{.Tasks}}</td><td class="num">{{rate .Rate}}</td><td class="iv">{{pct .Wilson}}</td><td class="iv">{{pct .Bootstrap}}</td><td>{{if .InfraErrors}}{{.InfraErrors}} infra error(s) {{end}}{{if .Canceled}}{{.Canceled}} canceled {{end}}{{if .Unresolved}}{{.Unresolved}} unresolved (left to review){{end}}{{if .Note}} <span class="note">{{.Note}}</span>{{end}}</td></tr>
 {{end}}</table>
 <h3>Separation</h3>
 <ul class="sep">{{range .Card.Separation}}<li class="{{if .Separated}}separated{{else}}inseparable{{end}}">{{.Sentence}}</li>{{else}}<li>one agent or none: nothing to compare</li>{{end}}</ul>

@@ -95,6 +95,10 @@ type Streak struct {
 	// Skipped counts the attempts of the identity inside the streak that
 	// neither counted nor broke it (infra errors, unfinished attempts).
 	Skipped int `json:"skipped"`
+	// PendingOn is the unresolved attempt (its verdict left to review)
+	// at which the count stopped: the passes older than it count only
+	// once a review decides it. "" when there is none.
+	PendingOn string `json:"pending_on,omitempty"`
 }
 
 // StreakFor returns the current streak of id in history, the stored
@@ -104,10 +108,14 @@ type Streak struct {
 //
 //   - done and passed: counts;
 //   - done and failed: ends the streak;
+//   - done and unresolved (left to review, not yet reviewed): neither
+//     counts nor ends it, but the count stops there (PendingOn): whether
+//     the older passes are consecutive depends on the review;
 //   - canceled: ends the streak (a cancellation could hide a failure);
 //   - infra_error: neither counts nor ends it (the harness failed, not the
 //     agent);
-//   - queued or running: neither (no verdict yet).
+//   - queued or running: neither (no verdict yet);
+//   - an infra error that was retried is left out: its retry stands for it.
 //
 // A change of identity (a new executable, other arguments, another model)
 // is a new identity whose streak starts at zero: the passes of the old one
@@ -115,11 +123,15 @@ type Streak struct {
 func StreakFor(history []apitype.Attempt, id Identity) Streak {
 	s := Streak{Identity: id, Attempts: []string{}}
 	for _, a := range history {
-		if !IdentityOf(a.Agent).Equal(id) {
-			continue
+		if !IdentityOf(a.Agent).Equal(id) || a.RetriedBy != "" {
+			continue // another agent's, or an infra error whose retry stands for it
 		}
 		switch a.State {
 		case apitype.StateDone:
+			if a.Unresolved() {
+				s.PendingOn = a.ID
+				return s
+			}
 			if !a.Pass {
 				s.EndedBy = a.ID
 				return s

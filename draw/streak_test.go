@@ -22,7 +22,8 @@ func withModel(id apitype.AgentIdentity, m string) apitype.AgentIdentity {
 }
 
 // hist builds a history, newest first, from "P" (pass), "F" (fail),
-// "I" (infra error), "C" (canceled), "R" (running) letters, all by agent.
+// "I" (infra error), "C" (canceled), "R" (running), "U" (unresolved: a
+// verdict left to review) letters, all by agent.
 func hist(agent apitype.AgentIdentity, letters string) []apitype.Attempt {
 	var out []apitype.Attempt
 	for i, l := range letters {
@@ -37,6 +38,9 @@ func hist(agent apitype.AgentIdentity, letters string) []apitype.Attempt {
 			a.State = apitype.StateCanceled
 		case 'R':
 			a.State = apitype.StateRunning
+		case 'U':
+			a.Outcome = apitype.OutcomeReview
+			a.Reasons = []apitype.Reason{{Code: "needs_review", Message: "hedged"}}
 		}
 		out = append(out, a)
 	}

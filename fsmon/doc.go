@@ -11,13 +11,26 @@
 // the kernel may cache entries and attributes for a long time (Config.
 // CacheTimeout): repeated lookups and stats never reach the daemon.
 //
+// The view is mounted with default_permissions: the kernel checks each
+// caller against the mode bits and owners of the view's files, as on a
+// local file system, before the request reaches fsmon (which serves it
+// as root). A caller that is not root cannot read a file its mode
+// denies it, write one it may not write, or chmod, chown or set the
+// times of a file it does not own. Such a refusal is the kernel's: it
+// never reaches the view and is not journaled. So that the edit policy
+// decides (and journals) every edit of the workspace, the files an agent
+// may try to change must be its own; benchd hands the whole backing
+// tree to the agent's uid.
+//
 // # The journal
 //
 // The journal (package journal) gets one record per mutating operation
 // or denied attempt: create, mkdir, mknod, open for writing, write (in
 // writes mode), truncate, rename, unlink, rmdir, symlink, link, chmod,
 // chown, utimens, setxattr, removexattr, fallocate, copy_file_range, and
-// release of a file that was open for writing. Record 1 (mount) carries
+// release of a file that was open for writing; an interrupted record
+// when the view is ended early (UnmountInterrupted); a cap record when
+// one of the view's caps first refuses an operation (see "Caps"). Record 1 (mount) carries
 // the hash of the initial tree's manifest, the last record (unmount) the
 // final tree's; every file's content in both trees and at every release
 // is stored in the content-addressed blob store, so the tree can be
@@ -27,6 +40,42 @@
 // the command name read from /proc/PID/comm when the operation arrives.
 // A process that exits before its operation is served is recorded with
 // an empty command name.
+//
+// # Files with no name left
+//
+// A file may be written after its last name was removed while it was
+// open: Python's tempfile.TemporaryFile does this when O_TMPFILE is
+// refused (the view refuses it), and so do many programs' scratch files.
+// Its writes (in writes mode), fallocates, truncates, copy_file_range
+// into it and its release are journaled and allowed as its open was,
+// with an empty Path and the last name the file had in Target. They are
+// recorded, not dropped, because they happened and cost the agent's
+// time and disk; they carry no path because the file is in no tree: the
+// view refuses to give it a name again (a link of it is refused, and so
+// is O_TMPFILE), so replay changes nothing for them, and a later file
+// under the old name is not mistaken for it. Its content at release is
+// still stored as a blob. Recording them under the last name instead
+// would make replay apply them to whatever holds that name later.
+//
+// # Endings
+//
+// The journal's writer syncs records in batches (journal.SyncInterval),
+// so what survives depends on how the view ends:
+//
+//   - Unmount (the attempt ran to its end): the content of files still
+//     open is captured, then the unmount record with the final tree.
+//   - UnmountInterrupted (benchd's runs use it when the agent ran out of
+//     time, was canceled, or benchd is stopping): an interrupted record
+//     naming the cause, then as Unmount. The journal is complete up to
+//     the moment of the cut and verifies like any other.
+//   - The serving process dies (kill -9, power loss): the records of the
+//     last batch interval at most are lost; the file ends in whole
+//     records, or in one torn line. journal.Recover seals it at the next
+//     start: cut at the last complete record, an interrupted record,
+//     releases for the files whose content in the backing directory
+//     differs from the records' (a file still open at the crash), and an
+//     unmount record with the tree those records account for. Paths made,
+//     removed or renamed in the lost batch are not in that tree.
 //
 // # Modes
 //
@@ -58,6 +107,45 @@
 // bits are refused (EPERM) on create, mkdir and chmod, and so are device
 // nodes. Ioctls are refused (ENOTTY) so that no flag can be set on a
 // backing file through a read-only descriptor.
+//
+// # Caps
+//
+// A view bounds what an agent can make it hold, so that benchd's memory
+// and state stay bounded whatever the agent does (Config, defaults in
+// parentheses):
+//
+//   - files (MaxFiles, 100,000): the entries the tree holds, the
+//     initial tree's included (files, directories, symlinks, every name
+//     of a hard link). A create, mkdir, mknod, symlink or link past it
+//     fails with EDQUOT; unlink, rmdir and a rename over an entry make
+//     room again. It bounds the view's memory: the kernel keeps the
+//     entries it looked up, and the view a node for each (about 540
+//     bytes of benchd's memory per file, BenchmarkMemory).
+//   - records (MaxRecords, 1,000,000): the journal's records. Once it
+//     holds that many, every mutating operation fails with ENOSPC, a
+//     refusal of the policy too, and nothing more is journaled but the
+//     releases of files still open, an interrupted record and the
+//     unmount record, so the journal stays complete. Operations
+//     already admitted when the cap is reached still add their records.
+//   - blob bytes (BlobFactor times StorageBytes: 4 GiB): the bytes of
+//     content the view adds to the blob store (a blob stored before
+//     costs nothing; sizes are counted with their holes). Once they are
+//     spent, creates and opens for writing fail with ENOSPC; before,
+//     an operation that would make a file larger than what is left
+//     fails with EFBIG: a truncate (sparse or not: `truncate -s 1T` is
+//     refused, not hashed), a fallocate, a copy_file_range and, in
+//     writes mode, a write. In content mode writes go through
+//     passthrough, unseen: a file open then may grow past the budget,
+//     and its content is still stored at release (the journal stays
+//     complete), so the store may pass the budget by what files open
+//     at that moment hold.
+//
+// The first refusal by each cap is journaled as a cap record
+// (journal.OpCap) naming the cap, the refused operation's path, the
+// caller and the errno; later refusals by the same cap are not
+// journaled, so a program retrying at a cap cannot grow the journal.
+// Stats.Caps lists the caps hit; benchd fails such an attempt with the
+// reason workspace_cap.
 //
 // # Forking from the serving process
 //

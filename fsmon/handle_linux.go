@@ -45,12 +45,25 @@ type handle struct {
 
 	mu       sync.Mutex
 	captured bool
+
+	nameMu sync.Mutex
+	// lastName is the last path the file had in the tree: its path at
+	// open, and the name an unlink removed. A record of a file with no
+	// name left carries it in Target.
+	lastName string
+}
+
+// setLastName notes p as the file's last name.
+func (h *handle) setLastName(p string) {
+	h.nameMu.Lock()
+	h.lastName = p
+	h.nameMu.Unlock()
 }
 
 // newHandle wraps a file just opened for writing; opened is the record
 // of the open (or create), which names the opener and the decision.
 func (v *View) newHandle(lf *gofs.LoopbackFile, in *gofs.Inode, opened journal.Record) *handle {
-	h := &handle{LoopbackFile: lf, v: v, inode: in, decision: opened.Decision}
+	h := &handle{LoopbackFile: lf, v: v, inode: in, decision: opened.Decision, lastName: opened.Path}
 	h.pid, h.uid, h.comm = opened.PID, opened.UID, opened.Comm
 	v.mu.Lock()
 	v.open[h] = struct{}{}
@@ -74,9 +87,24 @@ func (h *handle) Ioctl(ctx context.Context, cmd uint32, arg uint64, input []byte
 	return 0, syscall.ENOTTY
 }
 
+// path is the file's path in the tree, "" once it has no name left.
 func (h *handle) path() string {
-	p, _ := h.v.relOf(h.inode)
+	p, ok := h.v.relOf(h.inode)
+	if ok {
+		h.setLastName(p)
+	}
 	return p
+}
+
+// unnamed fills in the record of an operation on a file with no name
+// left: Target is the last name it had.
+func (h *handle) unnamed(r *journal.Record) {
+	if r.Path != "" {
+		return
+	}
+	h.nameMu.Lock()
+	r.Target = h.lastName
+	h.nameMu.Unlock()
 }
 
 // decide is the policy's decision for a record of this handle: the
@@ -97,23 +125,66 @@ func (h *handle) record(ctx context.Context, r journal.Record, errno syscall.Err
 	if r.Decision == "" {
 		r.Decision = h.decide(r.Path)
 	}
+	h.unnamed(&r)
 	h.v.append(r)
+}
+
+// capped refuses a write, fallocate (r) that the caps do not let
+// through: any at the records cap (ENOSPC), one that grows the file
+// to end bytes past the blob budget (EFBIG).
+func (h *handle) capped(ctx context.Context, r journal.Record, end int64) syscall.Errno {
+	if h.v.recordsFull() {
+		h.unnamed(&r)
+		return h.v.hitCap(ctx, r, journal.CapRecords, syscall.ENOSPC)
+	}
+	fd, ok := h.LoopbackFile.PassthroughFd()
+	if ok && h.v.tooBig(end, sizeOfFd(fd)) {
+		h.unnamed(&r)
+		return h.v.hitCap(ctx, r, journal.CapBlobBytes, syscall.EFBIG)
+	}
+	return 0
+}
+
+// fdOf is the backing descriptor of one of our handles.
+func fdOf(f gofs.FileHandle) (int, bool) {
+	lf, ok := unwrap(f).(*gofs.LoopbackFile)
+	if !ok {
+		return 0, false
+	}
+	return lf.PassthroughFd()
 }
 
 // Write is reached only without passthrough (writes mode).
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if errno := h.capped(ctx, journal.Record{Op: journal.OpWrite, Path: h.path(), Offset: off, Size: int64(len(data))}, off+int64(len(data))); errno != 0 {
+		return 0, errno
+	}
 	n, errno := h.LoopbackFile.Write(ctx, data, off)
 	h.record(ctx, journal.Record{Op: journal.OpWrite, Path: h.path(), Offset: off, Size: int64(n)}, errno)
 	return n, errno
 }
 
 func (h *handle) Writev(ctx context.Context, data [][]byte, off int64) (uint32, syscall.Errno) {
+	var total int64
+	for _, d := range data {
+		total += int64(len(d))
+	}
+	if errno := h.capped(ctx, journal.Record{Op: journal.OpWrite, Path: h.path(), Offset: off, Size: total}, off+total); errno != 0 {
+		return 0, errno
+	}
 	n, errno := h.LoopbackFile.Writev(ctx, data, off)
 	h.record(ctx, journal.Record{Op: journal.OpWrite, Path: h.path(), Offset: off, Size: int64(n)}, errno)
 	return n, errno
 }
 
 func (h *handle) Allocate(ctx context.Context, off uint64, size uint64, mode uint32) syscall.Errno {
+	end := int64(off + size)
+	if mode&(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE) != 0 {
+		end = 0 // the size stays
+	}
+	if errno := h.capped(ctx, journal.Record{Op: journal.OpFallocate, Path: h.path(), Offset: int64(off), Size: int64(size), Mode: mode}, end); errno != 0 {
+		return errno
+	}
 	errno := h.LoopbackFile.Allocate(ctx, off, size, mode)
 	h.record(ctx, journal.Record{Op: journal.OpFallocate, Path: h.path(), Offset: int64(off), Size: int64(size), Mode: mode}, errno)
 	return errno
@@ -130,7 +201,7 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 
 // capture stores the file's current content as a blob and journals a
 // release record with its hash, once per handle. A file unlinked while
-// open is recorded with no path. atUnmount marks the capture of a file
+// open is recorded with no path and its last name in Target. atUnmount marks the capture of a file
 // still open when the view is unmounted (Flags 1).
 //
 // The path is read after the content, from the backing descriptor and
@@ -186,7 +257,7 @@ func (h *handle) store(fd int) (string, int64, syscall.Errno) {
 	if err := unix.Fstat(rfd, &st); err != nil {
 		return "", 0, errnoOf(err)
 	}
-	blobs := h.v.cfg.Journal.Blobs()
+	blobs := h.v.blobs
 	if st.Size <= smallBlob {
 		// One byte more than the size: a file that grew since is
 		// streamed.
@@ -203,11 +274,8 @@ func (h *handle) store(fd int) (string, int64, syscall.Errno) {
 		case err != nil:
 			return "", 0, errnoOf(err)
 		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return "", 0, errnoOf(err)
-		}
 	}
-	sum, size, err := blobs.Put(f)
+	sum, size, err := blobs.PutOpenFile(f) // from the start, holes kept
 	if err != nil {
 		h.v.log.Error("unable to capture content", "err", err)
 		return "", 0, syscall.EIO

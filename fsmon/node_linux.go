@@ -202,8 +202,12 @@ func (n *node) record(ctx context.Context, r journal.Record, errno syscall.Errno
 	return r
 }
 
-// refuse journals r as denied with errno and returns errno.
+// refuse journals r as denied with errno and returns errno. At the
+// records cap nothing more is journaled: the refusal is ENOSPC (hitCap).
 func (n *node) refuse(ctx context.Context, r journal.Record, errno syscall.Errno) syscall.Errno {
+	if n.v.recordsFull() {
+		return n.v.hitCap(ctx, r, journal.CapRecords, syscall.ENOSPC)
+	}
 	r.Decision = journal.Denied
 	n.record(ctx, r, errno)
 	return errno
@@ -235,14 +239,21 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if mode&setid != 0 {
 		return nil, nil, 0, n.refuse(ctx, rec, syscall.EPERM)
 	}
-	d, errno := n.check(rec.Path)
+	// CREATE may open a file that exists (without O_EXCL): only a new
+	// one is an entry more.
+	var entries int64
+	if _, err := os.Lstat(n.v.backingPath(rec.Path)); err != nil {
+		entries = 1
+	}
+	d, errno := n.admit(ctx, rec, cost{entries: entries, writing: true}, rec.Path)
 	if errno != 0 {
-		return nil, nil, 0, n.refuse(ctx, rec, errno)
+		return nil, nil, 0, errno
 	}
 	ch, fh, ff, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
 	rec.Decision = d
 	rec = n.record(ctx, rec, errno)
 	if errno != 0 {
+		n.v.addFiles(-entries)
 		return nil, nil, 0, errno
 	}
 	return ch, n.v.newHandle(fh.(*gofs.LoopbackFile), ch, rec), ff, 0
@@ -261,9 +272,9 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		return &readHandle{fh.(*gofs.LoopbackFile)}, ff | fuse.FOPEN_KEEP_CACHE, 0
 	}
 	rec := journal.Record{Op: journal.OpOpen, Path: n.rel(), Flags: flags}
-	d, errno := n.check(rec.Path)
+	d, errno := n.admit(ctx, rec, cost{writing: true}, rec.Path)
 	if errno != 0 {
-		return nil, 0, n.refuse(ctx, rec, errno)
+		return nil, 0, errno
 	}
 	fh, ff, errno := n.LoopbackNode.Open(ctx, flags)
 	rec.Decision = d
@@ -283,13 +294,14 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if mode&setid != 0 {
 		return nil, n.refuse(ctx, rec, syscall.EPERM)
 	}
-	d, errno := n.check(rec.Path)
+	d, errno := n.admit(ctx, rec, cost{entries: 1}, rec.Path)
 	if errno != 0 {
-		return nil, n.refuse(ctx, rec, errno)
+		return nil, errno
 	}
 	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
 	rec.Decision = d
 	n.record(ctx, rec, errno)
+	n.v.failed(errno, 1)
 	return ch, errno
 }
 
@@ -302,13 +314,14 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 	if mode&setid != 0 {
 		return nil, n.refuse(ctx, rec, syscall.EPERM)
 	}
-	d, errno := n.check(rec.Path)
+	d, errno := n.admit(ctx, rec, cost{entries: 1}, rec.Path)
 	if errno != 0 {
-		return nil, n.refuse(ctx, rec, errno)
+		return nil, errno
 	}
 	ch, errno := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
 	rec.Decision = d
 	n.record(ctx, rec, errno)
+	n.v.failed(errno, 1)
 	return ch, errno
 }
 
@@ -321,27 +334,58 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	rec := journal.Record{Op: journal.OpUnlink, Path: n.child(name)}
-	d, errno := n.check(rec.Path)
+	d, errno := n.admit(ctx, rec, cost{}, rec.Path)
 	if errno != 0 {
-		return n.refuse(ctx, rec, errno)
+		return errno
 	}
+	child := n.GetChild(name)
 	n.v.renameMu.Lock()
 	defer n.v.renameMu.Unlock()
 	errno = n.LoopbackNode.Unlink(ctx, name)
 	rec.Decision = d
 	n.record(ctx, rec, errno)
+	if errno == 0 {
+		n.v.addFiles(-1)
+		n.v.unlinked(child, rec.Path)
+	}
 	return errno
+}
+
+// failed gives back the entries an operation reserved when it failed.
+func (v *View) failed(errno syscall.Errno, entries int64) {
+	if errno != 0 {
+		v.addFiles(-entries)
+	}
+}
+
+// unlinked notes, on every handle open for writing on in, the name p
+// an unlink just removed: if it was the file's last, records of the
+// file name it in Target.
+func (v *View) unlinked(in *gofs.Inode, p string) {
+	if in == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for h := range v.open {
+		if h.inode == in {
+			h.setLastName(p)
+		}
+	}
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	rec := journal.Record{Op: journal.OpRmdir, Path: n.child(name)}
-	d, errno := n.check(rec.Path)
+	d, errno := n.admit(ctx, rec, cost{}, rec.Path)
 	if errno != 0 {
-		return n.refuse(ctx, rec, errno)
+		return errno
 	}
 	errno = n.LoopbackNode.Rmdir(ctx, name)
 	rec.Decision = d
 	n.record(ctx, rec, errno)
+	if errno == 0 {
+		n.v.addFiles(-1)
+	}
 	return errno
 }
 
@@ -358,15 +402,23 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if flags&unix.RENAME_EXCHANGE != 0 {
 		paths = append(paths, n.v.movedPaths(to, from)...)
 	}
-	d, errno := n.check(paths...)
+	d, errno := n.admit(ctx, rec, cost{}, paths...)
 	if errno != 0 {
-		return n.refuse(ctx, rec, errno)
+		return errno
 	}
 	n.v.renameMu.Lock()
 	defer n.v.renameMu.Unlock()
+	// A rename that replaces an entry leaves one entry fewer (the
+	// kernel holds both directories locked, so the target cannot
+	// change before the rename).
+	_, err := os.Lstat(n.v.backingPath(to))
+	replaces := err == nil && flags&unix.RENAME_EXCHANGE == 0
 	errno = n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
 	rec.Decision = d
 	n.record(ctx, rec, errno)
+	if errno == 0 && replaces {
+		n.v.addFiles(-1)
+	}
 	return errno
 }
 
@@ -393,13 +445,14 @@ func (v *View) movedPaths(from, to string) []string {
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	rec := journal.Record{Op: journal.OpSymlink, Path: n.child(name), Target: target}
-	d, errno := n.check(rec.Path)
+	d, errno := n.admit(ctx, rec, cost{entries: 1}, rec.Path)
 	if errno != 0 {
-		return nil, n.refuse(ctx, rec, errno)
+		return nil, errno
 	}
 	ch, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
 	rec.Decision = d
 	n.record(ctx, rec, errno)
+	n.v.failed(errno, 1)
 	return ch, errno
 }
 
@@ -411,18 +464,19 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	if !ok {
 		return nil, n.refuse(ctx, rec, syscall.EXDEV)
 	}
-	d, errno := n.check(src, rec.Path2)
+	d, errno := n.admit(ctx, rec, cost{entries: 1}, src, rec.Path2)
 	if errno != 0 {
-		return nil, n.refuse(ctx, rec, errno)
+		return nil, errno
 	}
 	ch, errno := n.LoopbackNode.Link(ctx, target, name, out)
 	rec.Decision = d
 	n.record(ctx, rec, errno)
+	n.v.failed(errno, 1)
 	return ch, errno
 }
 
 func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	p := n.rel()
+	p, named := n.v.relOf(n.EmbeddedInode())
 	var recs []journal.Record
 	if sz, ok := in.GetSize(); ok {
 		recs = append(recs, journal.Record{Op: journal.OpTruncate, Path: p, Size: int64(sz)})
@@ -454,10 +508,38 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if len(recs) == 0 {
 		return n.setattr(ctx, f, in, out)
 	}
-	d, errno := n.check(p)
+	if n.v.recordsFull() {
+		return n.v.hitCap(ctx, recs[0], journal.CapRecords, syscall.ENOSPC)
+	}
+	var (
+		d     journal.Decision
+		errno syscall.Errno
+	)
+	if h, ok := f.(*handle); ok && !named {
+		// A file with no name left, changed through a descriptor open
+		// for writing: the policy decided at open.
+		d = h.decision
+		if n.v.journalBroken() {
+			d, errno = journal.Denied, syscall.EIO
+		}
+		for i := range recs {
+			h.unnamed(&recs[i])
+		}
+	} else {
+		d, errno = n.check(p)
+	}
 	if errno != 0 {
 		n.recordAll(ctx, recs, journal.Denied, errno)
 		return errno
+	}
+	if sz, ok := in.GetSize(); ok {
+		size := n.v.sizeOfPath(p)
+		if fd, ok := fdOf(f); ok {
+			size = sizeOfFd(fd)
+		}
+		if n.v.tooBig(int64(sz), size) {
+			return n.v.hitCap(ctx, recs[0], journal.CapBlobBytes, syscall.EFBIG)
+		}
 	}
 	errno = n.setattr(ctx, f, in, out)
 	n.recordAll(ctx, recs, d, errno)
@@ -491,9 +573,9 @@ func (n *node) recordAll(ctx context.Context, recs []journal.Record, d journal.D
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	rec := journal.Record{Op: journal.OpSetxattr, Path: n.rel(), Name: attr, Size: int64(len(data)), Flags: flags}
-	d, errno := n.check(rec.Path)
+	d, errno := n.admit(ctx, rec, cost{}, rec.Path)
 	if errno != 0 {
-		return n.refuse(ctx, rec, errno)
+		return errno
 	}
 	errno = n.LoopbackNode.Setxattr(ctx, attr, data, flags)
 	rec.Decision = d
@@ -503,9 +585,9 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 
 func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	rec := journal.Record{Op: journal.OpRemovexattr, Path: n.rel(), Name: attr}
-	d, errno := n.check(rec.Path)
+	d, errno := n.admit(ctx, rec, cost{}, rec.Path)
 	if errno != 0 {
-		return n.refuse(ctx, rec, errno)
+		return errno
 	}
 	errno = n.LoopbackNode.Removexattr(ctx, attr)
 	rec.Decision = d
@@ -516,11 +598,35 @@ func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 // CopyFileRange copies between two open files. The output is open for
 // writing, so the policy already allowed it at open.
 func (n *node) CopyFileRange(ctx context.Context, fhIn gofs.FileHandle, offIn uint64, out *gofs.Inode, fhOut gofs.FileHandle, offOut uint64, length uint64, flags uint64) (uint32, syscall.Errno) {
-	outPath, _ := n.v.relOf(out)
+	outPath, named := n.v.relOf(out)
 	rec := journal.Record{Op: journal.OpCopyFileRange, Path: outPath, Path2: n.rel(), Offset: int64(offOut)}
-	d, errno := n.check(outPath)
-	if errno != 0 {
-		return 0, n.refuse(ctx, rec, errno)
+	var (
+		d     journal.Decision
+		errno syscall.Errno
+	)
+	h, isHandle := fhOut.(*handle)
+	if isHandle && !named {
+		// The output has no name left: the policy decided at its open.
+		d = h.decision
+		if n.v.journalBroken() {
+			d, errno = journal.Denied, syscall.EIO
+		}
+		h.unnamed(&rec)
+		if errno != 0 {
+			return 0, n.refuse(ctx, rec, errno)
+		}
+		if n.v.recordsFull() {
+			return 0, n.v.hitCap(ctx, rec, journal.CapRecords, syscall.ENOSPC)
+		}
+	} else if d, errno = n.admit(ctx, rec, cost{}, outPath); errno != 0 {
+		return 0, errno
+	}
+	size := n.v.sizeOfPath(outPath)
+	if fd, ok := fdOf(fhOut); ok {
+		size = sizeOfFd(fd)
+	}
+	if n.v.tooBig(int64(offOut+length), size) {
+		return 0, n.v.hitCap(ctx, rec, journal.CapBlobBytes, syscall.EFBIG)
 	}
 	count, errno := n.LoopbackNode.CopyFileRange(ctx, unwrap(fhIn), offIn, out, unwrap(fhOut), offOut, length, flags)
 	rec.Size = int64(count)

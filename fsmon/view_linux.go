@@ -54,8 +54,31 @@ type Config struct {
 	// CacheTimeout is the kernel's entry and attribute cache time; fsmon
 	// is the only writer of Backing, so it may be long. Default 1 hour.
 	CacheTimeout time.Duration
+	// MaxFiles caps the entries (files, directories, symlinks, names
+	// of hard links) the tree may hold, the initial tree's included:
+	// creating more fails with EDQUOT. Default DefaultMaxFiles.
+	MaxFiles int64
+	// MaxRecords caps the journal's records: once it holds that many,
+	// every mutating operation fails with ENOSPC. Default
+	// DefaultMaxRecords.
+	MaxRecords int64
+	// StorageBytes is the workspace's storage size; the view stores at
+	// most BlobFactor times as many bytes of content as blobs (see
+	// "Caps" in the package doc). Default DefaultStorageBytes.
+	StorageBytes int64
 	Logger       *slog.Logger
 }
+
+// The caps' defaults (see "Caps" in the package doc).
+const (
+	DefaultMaxFiles     = 100_000
+	DefaultMaxRecords   = 1_000_000
+	DefaultStorageBytes = 1 << 30
+	// BlobFactor times Config.StorageBytes is the blob budget: room
+	// for the initial and the final tree and content captured in
+	// between.
+	BlobFactor = 4
+)
 
 // View is a mounted, journaled workspace.
 type View struct {
@@ -76,12 +99,20 @@ type View struct {
 	// wholly after each of them.
 	renameMu sync.RWMutex
 
+	// blobs is the journal's blob store, counting what the view adds.
+	blobs *journal.Blobs
+	// maxBlobBytes is the blob budget.
+	maxBlobBytes int64
+
 	mu sync.Mutex
 	// open holds every file handle open for writing, for capture at
 	// unmount.
 	open      map[*handle]struct{}
 	records   int64
 	denied    int64
+	files     int64 // entries of the tree, reserved ones included
+	blobBytes int64 // bytes of the blobs the view added
+	capsHit   []string
 	unmounted bool
 	err       error // first journal error; the view refuses writes after it
 	// The trees at mount and at unmount, for the changeset.
@@ -90,8 +121,11 @@ type View struct {
 
 // Stats counts what the view has journaled so far.
 type Stats struct {
-	Records int64 // records appended, mount record included
-	Denied  int64 // operations refused by the policy
+	Records   int64    // records appended, mount record included
+	Denied    int64    // operations refused by the policy
+	Files     int64    // entries the tree holds
+	BlobBytes int64    // bytes of content the view stored as blobs
+	Caps      []string // the caps hit (journal.CapFiles, ...), in order; each has one cap record
 }
 
 // Mount snapshots the backing directory into the journal (record 1),
@@ -110,6 +144,15 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 	cfg.Mode = mode
 	if cfg.CacheTimeout <= 0 {
 		cfg.CacheTimeout = time.Hour
+	}
+	if cfg.MaxFiles <= 0 {
+		cfg.MaxFiles = DefaultMaxFiles
+	}
+	if cfg.MaxRecords <= 0 {
+		cfg.MaxRecords = DefaultMaxRecords
+	}
+	if cfg.StorageBytes <= 0 {
+		cfg.StorageBytes = DefaultStorageBytes
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -134,12 +177,15 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 	}
 
 	v := &View{cfg: cfg, backing: backing, backingReal: backingReal, open: map[*handle]struct{}{}, log: cfg.Logger.With("component", "fsmon", "mountpoint", mnt)}
-	initial, err := journal.SnapshotTree(backing, cfg.Journal.Blobs())
+	v.maxBlobBytes = BlobFactor * cfg.StorageBytes
+	v.blobs = &journal.Blobs{Dir: cfg.Journal.Blobs().Dir, Added: v.blobAdded}
+	initial, err := journal.SnapshotTree(backing, v.blobs)
 	if err != nil {
 		return nil, fmt.Errorf("unable to snapshot %s: %w", backing, err)
 	}
 	mf := initial.ManifestHash()
 	v.initial = initial
+	v.files = int64(len(initial))
 	v.start = time.Now()
 	if err := v.append(journal.Record{Op: journal.OpMount, Result: "ok", SHA256: mf}); err != nil {
 		return nil, err
@@ -163,9 +209,15 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 			AllowOther:        true,
 			DirectMountStrict: true,
 			DirectMountFlags:  syscall.MS_NOSUID | syscall.MS_NODEV,
-			FsName:            backing,
-			Name:              "benchd",
-			MaxWrite:          1 << 20,
+			// The mount's source in mountinfo, which the agent
+			// reads: never the backing path (benchd's state).
+			FsName:   "benchd",
+			Name:     "benchd",
+			MaxWrite: 1 << 20,
+			// The kernel checks the mode bits and owners of the
+			// view's files against the caller, as on a local file
+			// system: without it every caller acts as benchd (root).
+			Options: []string{"default_permissions"},
 			// Without KILLPRIV_V2 every write(2) costs a GETXATTR of
 			// security.capability, even with passthrough; with it,
 			// only the first write after the inode's attributes were
@@ -292,7 +344,7 @@ func IsMountpoint(dir string) (bool, error) {
 func (v *View) Stats() Stats {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return Stats{Records: v.records, Denied: v.denied}
+	return Stats{Records: v.records, Denied: v.denied, Files: v.files, BlobBytes: v.blobBytes, Caps: append([]string(nil), v.capsHit...)}
 }
 
 // Backing returns the backing directory.
@@ -324,7 +376,7 @@ func (v *View) Unmount(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("unable to unmount %s: %w (lazy: %w)", v.mountpoint(), err, err2))
 		}
 	}
-	final, err := journal.SnapshotTree(v.backing, v.cfg.Journal.Blobs())
+	final, err := journal.SnapshotTree(v.backing, v.blobs)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("unable to snapshot the final tree: %w", err))
 	} else if err := v.setFinal(final); err != nil {
@@ -336,6 +388,21 @@ func (v *View) Unmount(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// UnmountInterrupted is Unmount for an attempt cut short (canceled, out
+// of time, benchd stopping): it first appends an interrupted record whose
+// Name is cause, so that the journal says it ended early, then unmounts
+// as Unmount does. After Unmount it does nothing.
+func (v *View) UnmountInterrupted(ctx context.Context, cause string) error {
+	v.mu.Lock()
+	done := v.unmounted
+	v.mu.Unlock()
+	if done {
+		return nil
+	}
+	ierr := v.append(journal.Record{Op: journal.OpInterrupted, Name: cause, Result: "ok"})
+	return errors.Join(ierr, v.Unmount(ctx))
 }
 
 func (v *View) mountpoint() string { return filepath.Clean(v.cfg.Mountpoint) }

@@ -31,7 +31,7 @@ var testPolicy = journal.Policy{
 
 // view is a mounted workspace for one test.
 type view struct {
-	t       *testing.T
+	t       testing.TB
 	backing string
 	mnt     string
 	jpath   string
@@ -40,7 +40,7 @@ type view struct {
 	done    bool
 }
 
-func seed(t *testing.T, dir string) {
+func seed(t testing.TB, dir string) {
 	t.Helper()
 	files := map[string]string{
 		"README.md":           "readme\n",
@@ -62,6 +62,13 @@ func seed(t *testing.T, dir string) {
 
 func mount(t *testing.T, mode fsmon.Mode) *view {
 	t.Helper()
+	return mountWith(t, fsmon.Config{Mode: mode})
+}
+
+// mountWith mounts a seeded workspace with cfg, whose backing,
+// mountpoint, journal and policy it fills in.
+func mountWith(t testing.TB, cfg fsmon.Config) *view {
+	t.Helper()
 	testenv.Require(t, testenv.Root, testenv.FUSE)
 	tmp := t.TempDir()
 	v := &view{t: t, backing: filepath.Join(tmp, "backing"), mnt: filepath.Join(tmp, "mnt"), jpath: filepath.Join(tmp, "journal.jsonl")}
@@ -76,7 +83,8 @@ func mount(t *testing.T, mode fsmon.Mode) *view {
 		t.Fatal(err)
 	}
 	v.w = w
-	fv, err := fsmon.Mount(context.Background(), fsmon.Config{Backing: v.backing, Mountpoint: v.mnt, Journal: w, Policy: testPolicy, Mode: mode})
+	cfg.Backing, cfg.Mountpoint, cfg.Journal, cfg.Policy = v.backing, v.mnt, w, testPolicy
+	fv, err := fsmon.Mount(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,6 +558,55 @@ func TestSparseAndLargeFiles(t *testing.T) {
 	if sp.Size != 64<<20+3 {
 		t.Errorf("sparse release size: got %d", sp.Size)
 	}
+	// The hole is a hole in the blob too (and in the final snapshot's).
+	blobs := &journal.Blobs{Dir: journal.BlobsDir(v.jpath)}
+	bp, err := blobs.Path(sp.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Stat(bp, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Blocks*512 > 1<<20 {
+		t.Errorf("blob of the sparse file: %d bytes allocated, want its hole kept", st.Blocks*512)
+	}
+}
+
+// TestTruncatedHole: truncate -s 1G of a new file journals a release
+// whose blob is a 1 GiB hole, not a gigabyte of zeros on disk, and the
+// replayed file is a hole too.
+func TestTruncatedHole(t *testing.T) {
+	v := mount(t, fsmon.ModeContent)
+	if out, err := exec.Command("truncate", "-s", "1G", v.p("src/big.img")).CombinedOutput(); err != nil {
+		t.Fatalf("truncate -s 1G: %v: %s", err, out)
+	}
+	recs := v.finish()
+	rel := want(t, recs, journal.OpRelease, "src/big.img", journal.Allowed, "ok")
+	if rel.Size != 1<<30 {
+		t.Fatalf("release of the truncated file: size %d, want 1 GiB", rel.Size)
+	}
+	blobs := &journal.Blobs{Dir: journal.BlobsDir(v.jpath)}
+	bp, err := blobs.Path(rel.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(bp, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != 1<<30 || st.Blocks*512 > 1<<20 {
+		t.Errorf("blob of the 1 GiB hole: size %d, %d bytes allocated; want 1 GiB, a hole", st.Size, st.Blocks*512)
+	}
+	dst := filepath.Join(t.TempDir(), "replay")
+	if err := journal.Replay(recs, blobs, recs[len(recs)-1].Seq, dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Stat(filepath.Join(dst, "src/big.img"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != 1<<30 || st.Blocks*512 > 1<<20 {
+		t.Errorf("replayed 1 GiB hole: size %d, %d bytes allocated; want 1 GiB, a hole", st.Size, st.Blocks*512)
+	}
 }
 
 func TestNames(t *testing.T) {
@@ -660,5 +717,113 @@ func TestMountErrors(t *testing.T) {
 				t.Fatalf("got %v, want %v", err, c.want)
 			}
 		})
+	}
+}
+
+// TestUnlinkedOpenFile: writes, fallocate, ftruncate and copy_file_range
+// on a file whose name was removed while it was open (what
+// tempfile.TemporaryFile does when O_TMPFILE is refused) are journaled
+// with no path and the last name in Target, allowed as at open; the
+// journal verifies and replays, and a new file made under the old name
+// afterwards is not touched by them in the replay.
+func TestUnlinkedOpenFile(t *testing.T) {
+	for _, mode := range []fsmon.Mode{fsmon.ModeContent, fsmon.ModeWrites} {
+		t.Run(string(mode), func(t *testing.T) {
+			v := mount(t, mode)
+			f, err := os.OpenFile(v.p("src/tmpabc"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(v.p("src/tmpabc")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write([]byte("spooled data")); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Fallocate(int(f.Fd()), 0, 0, 1<<20); err != nil {
+				t.Fatalf("fallocate on the unlinked file: %v", err)
+			}
+			if err := f.Truncate(100); err != nil {
+				t.Fatalf("ftruncate on the unlinked file: %v", err)
+			}
+			src, err := os.Open(v.p("src/counter.py"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			off := int64(200)
+			if _, err := unix.CopyFileRange(int(src.Fd()), nil, int(f.Fd()), &off, 5, 0); err != nil {
+				t.Fatalf("copy_file_range into the unlinked file: %v", err)
+			}
+			src.Close()
+			f.Close()
+			if err := os.WriteFile(v.p("src/tmpabc"), []byte("a new file\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			recs := v.finish() // verifies, replays, compares with the backing tree
+
+			unnamed := map[journal.Op]journal.Record{}
+			for _, r := range recs {
+				if r.Path == "" && r.Target == "src/tmpabc" {
+					unnamed[r.Op] = r
+				}
+			}
+			ops := []journal.Op{journal.OpFallocate, journal.OpTruncate, journal.OpCopyFileRange, journal.OpRelease}
+			if mode == fsmon.ModeWrites {
+				ops = append(ops, journal.OpWrite)
+			}
+			for _, op := range ops {
+				r, ok := unnamed[op]
+				if !ok {
+					t.Errorf("no %s record of the unlinked file (path \"\", target src/tmpabc); records: %+v", op, recs)
+					continue
+				}
+				if r.Result != "ok" || r.Decision != journal.Allowed {
+					t.Errorf("%s of the unlinked file: got %s %s, want ok allowed", op, r.Result, r.Decision)
+				}
+			}
+			blobs := &journal.Blobs{Dir: journal.BlobsDir(v.jpath)}
+			dst := filepath.Join(t.TempDir(), "replay")
+			if err := journal.Replay(recs, blobs, recs[len(recs)-2].Seq, dst); err != nil {
+				t.Fatalf("replay: %v", err)
+			}
+			if got := readFile(t, filepath.Join(dst, "src/tmpabc")); got != "a new file\n" {
+				t.Errorf("replayed src/tmpabc: got %q, want the new file's content", got)
+			}
+		})
+	}
+}
+
+// TestTemporaryFile: Python's tempfile.TemporaryFile in the view (O_TMPFILE
+// is refused, so it makes a named file and unlinks it) journals a
+// journal that verifies and replays.
+func TestTemporaryFile(t *testing.T) {
+	testenv.Require(t, testenv.Python)
+	v := mount(t, fsmon.ModeWrites)
+	script := `
+import os, sys, tempfile
+with tempfile.TemporaryFile(dir=sys.argv[1]) as f:
+    f.write(b"x" * 10000)
+    f.flush()
+    os.posix_fallocate(f.fileno(), 0, 65536)
+    f.seek(0)
+    assert f.read(3) == b"xxx"
+`
+	if out, err := exec.Command("/usr/bin/python3", "-c", script, v.p("src")).CombinedOutput(); err != nil {
+		t.Fatalf("python TemporaryFile: %v: %s", err, out)
+	}
+	recs := v.finish()
+	var writes, fallocs int
+	for _, r := range recs {
+		if r.Path == "" && strings.HasPrefix(r.Target, "src/tmp") {
+			switch r.Op {
+			case journal.OpWrite:
+				writes++
+			case journal.OpFallocate:
+				fallocs++
+			}
+		}
+	}
+	if writes == 0 || fallocs == 0 {
+		t.Errorf("TemporaryFile: got %d write and %d fallocate records of the unnamed file, want at least one each", writes, fallocs)
 	}
 }

@@ -2,7 +2,6 @@ package graders
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,38 +13,34 @@ const (
 	CodeTestsFailReference = "tests_fail_reference" // the agent's tests fail on the correct implementation
 	CodeBugNotCaught       = "bug_not_caught"       // no test fails on the planted implementation
 	CodeTestsDetectFile    = "tests_detect_file"    // the tests tell implementations apart by something other than behaviour
-	CodeTestsReadImpl      = "tests_read_impl"      // the tests read the implementation's source or bytes
-	CodeTestsImportOracle  = "tests_import_oracle"  // the tests import a hidden oracle
 )
 
 func init() { register("dual-run", gradeDualRun) }
 
 // gradeDualRun is kind "dual-run": the agent writes tests, not code. Its
-// tests must pass against a correct implementation and fail against the
-// planted one, judged by behaviour alone.
+// tests must pass against every correct implementation and fail against
+// every planted one; behaviour is all that can tell them apart.
 //
 // Parameters ([bench.grader]):
 //
 //	tests          = ["tests/test_fold.py"]   the agent's test files (workspace paths)
 //	impl           = "impl/fold.py"           the implementation path; each variant
-//	                                          is copied over it in turn
+//	                                          is installed there in turn
 //	reference      = "oracle/fold_ref.py"     correct (a file of the bundle's tests/)
-//	correct_alt    = [...]                    more correct implementations, written
-//	                                          differently
+//	correct_alt    = [...]                    more correct implementations: the planted
+//	                                          file with only the bug fixed, and ones
+//	                                          written differently
 //	planted        = "..."                    optional: the planted implementation;
 //	                                          default the bundle's workspace copy of impl
-//	planted_alt    = [...]                    more implementations with the same bug,
-//	                                          written differently
-//	oracle_modules = ["oracle", ...]          module names the tests may not import
+//	planted_alt    = [...]                    more implementations with the bug: the
+//	                                          reference with only the bug injected, and
+//	                                          ones written differently
+//	sourceless     = true                     install each variant as bytecode only
+//	                                          (impl's .pyc, no source beside it)
 //
-// First the test files are read (Python's ast): reading the
-// implementation (open, io/os/codecs open, Path.read_text/read_bytes/open,
-// inspect.getsource and kin, importlib.resources, pkgutil.get_data,
-// linecache, subprocess, os.read/popen/system, __file__, __code__,
-// __loader__, a call given the implementation's file name) is
-// tests_read_impl; importing an oracle
-// module is tests_import_oracle. Then the tests run against every variant,
-// each in a fresh copy of the workspace:
+// Nothing reads the agent's tests to judge them. Each variant runs in a
+// fresh copy of the workspace, at the same module path, with nothing
+// else of the bundle in view (the oracle directory included):
 //
 //	reference fails                         tests_fail_reference
 //	planted does not fail (or no tests)     bug_not_caught
@@ -53,26 +48,28 @@ func init() { register("dual-run", gradeDualRun) }
 //	a planted_alt passes, planted fails     tests_detect_file
 //	any run past the time limit             grader_timeout
 //
-// "Fails" means pytest ran the tests and at least one failed; a
-// collection error is not a caught bug.
+// So a suite that decides by the file (its names, code objects, source
+// text or bytes, however disguised) breaks on a twin that differs from
+// its sibling only by the bug, and one that reads the source finds none
+// when the variants are sourceless. "Fails" means pytest ran the tests
+// and at least one failed; a collection error is not a caught bug.
+//
+// What is trusted: pytest's report of a run of the agent's own tests on
+// a variant. The tests are the agent's code, so they could forge that
+// report; but a forgery has to choose pass or fail per variant, and the
+// variants differ only in behaviour, so forging is no better than
+// testing.
 func gradeDualRun(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	p, err := dualRunParams(in)
 	if err != nil {
 		return Verdict{}, err
 	}
 	var v Verdict
-	scan, err := scanTests(ctx, in, r, p)
-	if err != nil {
-		return Verdict{}, err
-	}
-	for _, code := range []string{CodeTestsReadImpl, CodeTestsImportOracle} {
-		if len(scan[code]) > 0 {
-			what := "read the implementation instead of calling it"
-			if code == CodeTestsImportOracle {
-				what = "import a hidden oracle"
-			}
-			v.Reasons = append(v.Reasons, Reason{code, fmt.Sprintf("the tests %s: %s", what, shortList(scan[code], 5))})
+	if p.sourceless {
+		if err := compileVariants(ctx, in, r, &p); err != nil {
+			return Verdict{}, err
 		}
+		defer os.RemoveAll(p.compiledDir)
 	}
 
 	run := func(label, variant string) (pytestRun, error) {
@@ -164,7 +161,11 @@ type dualParams struct {
 	planted    string
 	correctAlt []string
 	plantedAlt []string
-	oracles    []string
+	sourceless bool
+	// compiled maps a variant's path to its bytecode, in compiledDir,
+	// when sourceless.
+	compiled    map[string]string
+	compiledDir string
 }
 
 func dualRunParams(in Input) (dualParams, error) {
@@ -219,10 +220,52 @@ func dualRunParams(in Input) (dualParams, error) {
 			}
 		}
 	}
-	if p.oracles, err = paramStrings(in, "oracle_modules"); err != nil {
-		return p, err
+	if v, ok := in.Task.Grader.Params["sourceless"]; ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			return p, infraf("task %s: sourceless must be true or false", in.Task.ID)
+		}
+		p.sourceless = b
 	}
 	return p, nil
+}
+
+// compileScript compiles argv[1] to bytecode at argv[2], recording
+// argv[3] as its file name, so that every variant's code objects name
+// the same file.
+const compileScript = `
+import py_compile, sys
+py_compile.compile(sys.argv[1], cfile=sys.argv[2], dfile=sys.argv[3], doraise=True,
+                   invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+`
+
+// compileVariants compiles every variant once, in a scratch of its own
+// (trusted code only: the bundle's variants and the interpreter).
+func compileVariants(ctx context.Context, in Input, r Runner, p *dualParams) error {
+	sc, err := newScratch(in, "compile")
+	if err != nil {
+		return err
+	}
+	p.compiledDir = sc.Dir
+	p.compiled = map[string]string{}
+	all := append([]string{p.reference, p.planted}, p.correctAlt...)
+	all = append(all, p.plantedAlt...)
+	for i, variant := range all {
+		src := filepath.Join(sc.Dir, fmt.Sprintf("v%d.py", i))
+		dst := filepath.Join(sc.Dir, fmt.Sprintf("v%d.pyc", i))
+		if err := copyOne(variant, src); err != nil {
+			return infraf("variant %s: %v", variantLabel(in, variant), err)
+		}
+		res, err := runPython(ctx, r, sc.Dir, verifierTimeout(in), compileScript, src, dst, p.impl)
+		if err != nil {
+			return err
+		}
+		if res.ExitCode != 0 || res.TimedOut {
+			return infraf("compiling variant %s: exit %d: %s", variantLabel(in, variant), res.ExitCode, tail(res.Stderr, 300))
+		}
+		p.compiled[variant] = dst
+	}
+	return nil
 }
 
 // runVariant runs the agent's tests on a fresh workspace copy whose
@@ -233,8 +276,18 @@ func runVariant(ctx context.Context, in Input, r Runner, p dualParams, variant s
 		return pytestRun{}, err
 	}
 	defer sc.Close()
-	if err := copyOne(variant, filepath.Join(ws, filepath.FromSlash(p.impl))); err != nil {
-		return pytestRun{}, infraf("installing variant %s: %v", variant, err)
+	impl := filepath.Join(ws, filepath.FromSlash(p.impl))
+	if p.sourceless {
+		// Bytecode alone where the source was: Python loads a .pyc
+		// beside the package's other modules when no .py is there.
+		if err := os.Remove(impl); err != nil && !os.IsNotExist(err) {
+			return pytestRun{}, infraf("installing variant %s: %v", variantLabel(in, variant), err)
+		}
+		impl = strings.TrimSuffix(impl, ".py") + ".pyc"
+		variant = p.compiled[variant]
+	}
+	if err := copyOne(variant, impl); err != nil {
+		return pytestRun{}, infraf("installing variant %s: %v", variantLabel(in, variant), err)
 	}
 	var paths []string
 	for _, t := range p.tests {
@@ -247,110 +300,4 @@ func runVariant(ctx context.Context, in Input, r Runner, p dualParams, variant s
 		return pytestRun{Exit: 5, Counts: map[string]int{}}, nil
 	}
 	return runPytest(ctx, r, pytestSpec{Dir: ws, RootDir: sc.Dir, Paths: paths, Timeout: verifierTimeout(in)})
-}
-
-// testScanScript reads the agent's test files and reports, as JSON
-// {"tests_read_impl": [...], "tests_import_oracle": [...]}, every place
-// that reads the implementation or imports an oracle.
-const testScanScript = `
-import ast, json, sys
-cfg = json.load(open(sys.argv[1], encoding="utf-8"))
-impl = cfg["impl"]
-oracles = set(cfg["oracles"])
-READ_MODULES = {"importlib.resources", "importlib_resources", "pkgutil", "linecache", "subprocess", "tokenize", "dis", "marshal", "mmap"}
-READ_FUNCS = {"getsource", "getsourcelines", "getsourcefile", "getfile", "findsource", "getcomments",
-              "read_text", "read_bytes", "get_data", "get_source", "open_text", "open_binary", "read_binary", "open"}
-# Functions that read files only when called on these modules.
-READ_ON = {"os": {"read", "popen", "system"}, "resources": {"files"}, "importlib_resources": {"files"}}
-READ_ATTRS = {"__file__", "__code__", "__loader__", "__spec__", "__cached__", "co_code", "co_consts", "co_names"}
-out = {"tests_read_impl": [], "tests_import_oracle": []}
-def flag(code, rel, node, what):
-    out[code].append("%s:%d: %s" % (rel, getattr(node, "lineno", 0), what))
-def is_oracle(mod):
-    parts = mod.split(".")
-    return any(p in oracles for p in parts)
-for rel in cfg["files"]:
-    try:
-        tree = ast.parse(open(rel, "rb").read(), filename=rel)
-    except (OSError, SyntaxError, ValueError):
-        continue
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if is_oracle(a.name):
-                    flag("tests_import_oracle", rel, node, "import " + a.name)
-                elif a.name in READ_MODULES or a.name.split(".")[0] in ("subprocess", "linecache", "tokenize", "dis", "marshal"):
-                    flag("tests_read_impl", rel, node, "import " + a.name)
-        elif isinstance(node, ast.ImportFrom):
-            mod = node.module or ""
-            names = [a.name for a in node.names]
-            if is_oracle(mod) or any(n in oracles for n in names):
-                flag("tests_import_oracle", rel, node, "from %s import %s" % (mod, ", ".join(names)))
-            elif mod in READ_MODULES or mod.split(".")[0] in ("subprocess", "linecache", "tokenize", "dis", "marshal") or (mod == "importlib" and "resources" in names):
-                flag("tests_read_impl", rel, node, "from %s import %s" % (mod, ", ".join(names)))
-            elif mod in ("inspect", "io", "os", "codecs", "pathlib") and any(n in READ_FUNCS or n in READ_ON.get(mod, ()) for n in names):
-                flag("tests_read_impl", rel, node, "from %s import %s" % (mod, ", ".join(names)))
-        elif isinstance(node, ast.Call):
-            f = node.func
-            if isinstance(f, ast.Name) and f.id == "open":
-                flag("tests_read_impl", rel, node, "open(...)")
-            elif isinstance(f, ast.Attribute):
-                base = f.value.id if isinstance(f.value, ast.Name) else ""
-                if f.attr in READ_FUNCS or f.attr in READ_ON.get(base, ()):
-                    flag("tests_read_impl", rel, node, "%s.%s(...)" % (base or "...", f.attr))
-            for a in list(node.args) + [k.value for k in node.keywords]:
-                if isinstance(a, ast.Constant) and isinstance(a.value, str) and (impl in a.value or impl.rsplit("/", 1)[-1] in a.value):
-                    flag("tests_read_impl", rel, node, "passes the file name %r" % a.value[:60])
-            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-            if name in ("__import__", "import_module") and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) and is_oracle(node.args[0].value):
-                flag("tests_import_oracle", rel, node, "%s(%r)" % (name, node.args[0].value))
-        elif isinstance(node, ast.Attribute) and node.attr in READ_ATTRS:
-            flag("tests_read_impl", rel, node, "." + node.attr)
-        elif isinstance(node, ast.Name) and node.id in READ_ATTRS:
-            flag("tests_read_impl", rel, node, node.id)
-print(json.dumps(out))
-`
-
-// scanTests runs testScanScript on the agent's test files.
-func scanTests(ctx context.Context, in Input, r Runner, p dualParams) (map[string][]string, error) {
-	sc, err := newScratch(in, "scan")
-	if err != nil {
-		return nil, err
-	}
-	defer sc.Close()
-	var files []string
-	for _, t := range p.tests {
-		src := filepath.Join(in.Workspace, filepath.FromSlash(t))
-		if _, err := os.Stat(src); err != nil {
-			continue
-		}
-		if err := copyOne(src, filepath.Join(sc.Dir, filepath.FromSlash(t))); err != nil {
-			return nil, infraf("copying %s: %v", t, err)
-		}
-		files = append(files, t)
-	}
-	if len(files) == 0 {
-		return nil, nil
-	}
-	oracles := p.oracles
-	if oracles == nil {
-		oracles = []string{}
-	}
-	cfg, _ := json.Marshal(map[string]any{"files": files, "impl": p.impl, "oracles": oracles})
-	cfgPath := filepath.Join(sc.Dir, ".benchd-scan.json")
-	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
-		return nil, infraf("writing scan config: %v", err)
-	}
-	res, err := runPython(ctx, r, sc.Dir, verifierTimeout(in), testScanScript, cfgPath)
-	if err != nil {
-		return nil, err
-	}
-	if res.ExitCode != 0 || res.TimedOut {
-		return nil, infraf("test scan exited %d (timed out %v): %s", res.ExitCode, res.TimedOut, tail(res.Stderr, 400))
-	}
-	var out map[string][]string
-	if err := json.Unmarshal(res.Stdout, &out); err != nil {
-		return nil, infraf("test scan output: %v: %q", err, tail(res.Stdout, 200))
-	}
-	return out, nil
 }

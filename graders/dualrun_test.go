@@ -2,6 +2,8 @@ package graders
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -15,6 +17,14 @@ func TestDualRunKind(t *testing.T) {
 	testenv.Require(t, testenv.Python, testenv.Pytest)
 	task := loadRepoTask(t, "rt-02")
 	const head = "from impl.fold import fold_ws\n\n"
+	// A suite that carries a copy of the planted file and fails whatever
+	// has its fold_ws bytecode: the twin with only the bug fixed has it.
+	src, err := os.ReadFile(filepath.Join(task.WorkspaceDir(), "impl", "fold.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := head + "PLANTED = r'''" + string(src) + "'''\nns = {}\nexec(compile(PLANTED, 'impl/fold.py', 'exec'), ns)\n\n" +
+		"def test_not_planted():\n    assert fold_ws.__code__.co_code != ns['fold_ws'].__code__.co_code\n"
 	tests := []struct {
 		name      string
 		tests     string // content of tests/test_fold.py; "" deletes it
@@ -29,18 +39,43 @@ func TestDualRunKind(t *testing.T) {
 			[]string{CodeTestsFailReference}},
 		{"fails everywhere", head + "def test_no():\n    assert False\n", []string{CodeTestsFailReference}},
 		{"collection error is not a catch", "import impl.fold\nif hasattr(impl.fold, '_SPACES'):\n    raise RuntimeError('planted')\n\ndef test_x():\n    pass\n",
-			[]string{CodeBugNotCaught}},
+			[]string{CodeBugNotCaught, CodeTestsDetectFile}},
 		{"detects the planted file", head + "import impl.fold\n\ndef test_x():\n    assert fold_ws(' a ') == 'a'\n    assert not hasattr(impl.fold, '_SPACES')\n",
 			[]string{CodeTestsDetectFile}},
 		{"detects the reference's doc", head + "def test_doc():\n    assert fold_ws.__doc__ == 'Collapse each whitespace run of s into one space; strip the ends.' and fold_ws('a\\u200ab') == 'a b'\n",
 			[]string{CodeTestsDetectFile}},
-		{"reads the source", head + "def test_src():\n    assert '0x200A' not in open('impl/fold.py').read()\n", []string{CodeTestsReadImpl, CodeTestsDetectFile}},
-		{"reads through pathlib", head + "import pathlib\n\ndef test_src():\n    assert b'200A' not in pathlib.Path('impl', 'fold.py').read_bytes()\n", []string{CodeTestsReadImpl}},
-		{"reads the code object", head + "def test_code():\n    assert 0x200A not in fold_ws.__code__.co_consts and fold_ws('a\\u200ab') == 'a b'\n", []string{CodeTestsReadImpl}},
+		// Reading the implementation finds bytecode only: the suite fails
+		// on the reference, whatever it looks for.
+		{"reads the source", head + "def test_src():\n    assert '0x200A' not in open('impl/fold.py').read()\n", []string{CodeTestsFailReference}},
+		{"reads through pathlib", head + "import pathlib\n\ndef test_src():\n    assert b'200A' not in pathlib.Path('impl', 'fold.py').read_bytes()\n", []string{CodeTestsFailReference}},
+		{"reads through the loader", head + "import importlib.util\n\ndef test_src():\n    src = importlib.util.find_spec('impl.fold').loader.get_source('impl.fold')\n    assert '0x200A' not in src\n", []string{CodeTestsFailReference}},
+		{"reads the bytecode's bytes", head + "import impl.fold\n\ndef test_pyc():\n    assert b'\\x0a\\x20' not in open(impl.fold.__file__, 'rb').read()\n", []string{CodeTestsDetectFile}},
+		// Telling files apart by code objects breaks on the twins.
+		{"names in the code object", head + "def test_code():\n    assert '_SPACES' not in fold_ws.__code__.co_names\n", []string{CodeTestsDetectFile}},
+		{"compares code with the planted file's", planted, []string{CodeTestsDetectFile}},
+		// A check of the code object that decides nothing: behaviour does.
+		{"reads the code object idly", head + "def test_code():\n    assert 0x200A not in fold_ws.__code__.co_consts and fold_ws('a\\u200ab') == 'a b'\n", nil},
+		// Nothing of the bundle is in view: an oracle import fails.
 		{"imports the oracle", head + "from fold_ref import fold_ws as ref\n\ndef test_x():\n    assert fold_ws('a\\u200ab') == ref('a\\u200ab')\n",
-			[]string{CodeTestsImportOracle, CodeTestsFailReference, CodeBugNotCaught}},
-		{"imports the oracle dynamically", head + "import importlib\n\ndef test_x():\n    try:\n        importlib.import_module('oracle.fold_ref')\n    except ImportError:\n        pass\n    assert fold_ws('a\\u200ab') == 'a b'\n",
-			[]string{CodeTestsImportOracle}},
+			[]string{CodeTestsFailReference, CodeBugNotCaught}},
+		{"tries the oracle, tests behaviour", head + "import importlib\n\ndef test_x():\n    try:\n        importlib.import_module('oracle.fold_ref')\n    except ImportError:\n        pass\n    assert fold_ws('a\\u200ab') == 'a b'\n",
+			nil},
+		// Legitimate suites in other styles pass.
+		{"unittest, sys.path from __file__, importlib, the file named in a message", `import importlib
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+fold = importlib.import_module("impl.fold")
+
+
+class FoldTest(unittest.TestCase):
+    def test_every_space(self):
+        for c in map(chr, range(0x110000)):
+            if c.isspace():
+                self.assertEqual(fold.fold_ws("a" + c + "b"), "a b", "impl/fold.py mishandles U+%04X" % ord(c))
+`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

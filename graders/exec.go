@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,8 +29,11 @@ const DefaultOutputCap = 1 << 20
 // command with PATH=/usr/bin:/bin only. Stdout and stderr are each capped
 // at OutputCap bytes (the head and the tail are kept, the middle is
 // replaced by a marker line). MaxRSS is the command's largest resident
-// set (getrusage's ru_maxrss, KiB, times 1024). PeakMemory is 0: there is
-// no cgroup. OOM is never set.
+// set: its VmHWM, sampled every hwmInterval while it runs (a lower
+// bound), or getrusage's ru_maxrss for a command that ended before the
+// first sample (which includes this process's own resident set, as the
+// child is vfork'ed). PeakMemory is 0: there is no cgroup. OOM is never
+// set.
 //
 // Network: when the process runs as root and unshare(1) is installed,
 // every command runs under "unshare --net", in a new network namespace
@@ -104,6 +108,7 @@ func (e ExecRunner) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 		cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Stdin = spec.Stdin // exec copies it through a pipe
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Output pipes held open by a straggler must not hold up Wait.
 	cmd.WaitDelay = 2 * time.Second
@@ -114,6 +119,7 @@ func (e ExecRunner) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 	}
 	pgid := cmd.Process.Pid
 	killGroup := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	hwm := sampleHWM(pgid)
 
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -134,9 +140,11 @@ func (e ExecRunner) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 	case <-ctx.Done():
 		killGroup()
 		<-done
+		hwm()
 		return RunResult{}, fmt.Errorf("run of %s stopped: %w", spec.Args[0], ctx.Err())
 	}
 	killGroup() // stragglers left in the group
+	sampled := hwm()
 	res.Wall = time.Since(start)
 	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
 	st := cmd.ProcessState
@@ -148,8 +156,14 @@ func (e ExecRunner) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
 		res.Signal = int(ws.Signal())
 		res.ExitCode = -1
 	}
-	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
-		res.MaxRSS = int64(ru.Maxrss) * 1024
+	// The sampled high-water mark is the command's own; ru_maxrss of a
+	// child started with vfork begins at the parent's (this process's)
+	// resident set, so it is only the fallback for a command too short
+	// to be sampled.
+	if res.MaxRSS = sampled; res.MaxRSS == 0 {
+		if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+			res.MaxRSS = int64(ru.Maxrss) * 1024
+		}
 	}
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
@@ -193,4 +207,47 @@ func (c *capBuffer) Bytes() []byte {
 		out = append(out, fmt.Sprintf("\n[... %d bytes dropped ...]\n", c.dropped)...)
 	}
 	return append(out, c.tail...)
+}
+
+// hwmInterval is how often ExecRunner samples a command's VmHWM.
+const hwmInterval = 5 * time.Millisecond
+
+// sampleHWM samples the VmHWM of process pid (the command: its wrappers
+// exec it in the same process) until the returned function is called,
+// which returns the largest seen, 0 if none.
+func sampleHWM(pid int) func() int64 {
+	stop := make(chan struct{})
+	got := make(chan int64, 1)
+	path := "/proc/" + strconv.Itoa(pid) + "/status"
+	go func() {
+		var hi int64
+		t := time.NewTicker(hwmInterval)
+		defer t.Stop()
+		for {
+			if b, err := os.ReadFile(path); err == nil {
+				hi = max(hi, statusKiB(b, "VmHWM:")*1024)
+			}
+			select {
+			case <-stop:
+				got <- hi
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int64 { close(stop); return <-got }
+}
+
+// statusKiB reads a "Key:   N kB" line of /proc/PID/status; 0 if absent.
+func statusKiB(status []byte, key string) int64 {
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, key); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
 }

@@ -25,6 +25,7 @@ const (
 	CodeNonStdlib  = "non_stdlib_import"  // changed Python imports a module outside the standard library
 	CodeNoReward   = "no_reward"          // the kind gave reward 0 without a reason of its own
 	CodeGraderOOM  = "grader_oom"         // a grader command (the agent's code ran there) hit the task's memory limit
+	CodeCap        = "workspace_cap"      // the agent hit a cap of the workspace view (files, journal records, blob bytes)
 )
 
 // ErrUnknownKind: the task names a grader kind no file registered.
@@ -78,6 +79,9 @@ var reasonCodeRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 //   - only the files the task's policy allows changed (wrong_files); the
 //     changes are in.Changeset, or when it is nil the difference between
 //     the bundle's workspace and in.Workspace, ignored paths left out;
+//   - no workspace cap was hit (workspace_cap, in.Caps): past one the
+//     view refused the agent's operations, so the tree is not what it
+//     meant to leave;
 //   - no network use unless the task allows it (network_used);
 //   - every Python file the attempt added or changed imports only the
 //     standard library, local workspace modules and, in test files, pytest
@@ -92,9 +96,14 @@ var reasonCodeRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 // kind runs on it.
 //
 // The verdict passes when the kind gives reward 1 and pass and every
-// shared rule holds; then Reward is 1 and Reasons is empty (not a "pass"
-// reason). Otherwise Reward is 0 and Reasons lists every rule that
-// failed, the shared ones first, each with a stable code. An error return
+// shared rule holds; then Reward is 1, Outcome pass and Reasons is empty
+// (not a "pass" reason). When the kind leaves its decision to review
+// (Outcome review, a needs_review reason saying why) and nothing else
+// failed, the verdict is left to review: Outcome review, Pass false,
+// Reward 0, Reasons the needs_review reasons. Otherwise Outcome is fail,
+// Reward is 0 and Reasons lists every rule that failed, the shared ones
+// first, each with a stable code (a kind's needs_review is dropped: a
+// failure is decided). An error return
 // is an infra error only (wrapping ErrInfra or ErrUnknownKind, or the
 // context's error): never an agent failure.
 func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
@@ -112,14 +121,25 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if !ok {
 		return Verdict{}, fmt.Errorf("%w %q (task %s)", ErrUnknownKind, in.Task.Grader.Kind, in.Task.ID)
 	}
+	if in.Seed == 0 {
+		in.Seed = newSeed()
+	}
+	v, err := grade(ctx, in, fn, r)
+	v.Seed = in.Seed
+	return v, err
+}
+
+// grade is Grade once the input is checked and the seed drawn.
+func grade(ctx context.Context, in Input, fn kindFunc, r Runner) (Verdict, error) {
 	tc, err := checkTree(in.Workspace, in.Task.Policy)
 	if err != nil {
 		return Verdict{}, err
 	}
 	if tree := mergeReasons(in.TreeReasons, tc.Reasons()); len(tree) > 0 {
 		// No kind grades a tree it may not copy.
-		v := Verdict{Reasons: append(agentReasons(in), networkReasons(in)...)}
+		v := Verdict{Outcome: OutcomeFail, Reasons: append(agentReasons(in), networkReasons(in)...)}
 		v.Reasons = append(v.Reasons, tree...)
+		v.Reasons = withCaps(in, withDenied(in, v.Reasons))
 		withholdHidden(in.Task, &v)
 		return v, nil
 	}
@@ -136,6 +156,7 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		reasons = append(reasons, Reason{CodeWrongFiles, fmt.Sprintf("changed files the task does not allow (allowed: %s): %s",
 			strings.Join(in.Task.Policy.Allow, ", "), shortList(bad, 8))})
 	}
+	reasons = withCaps(in, withDenied(in, reasons))
 	reasons = append(reasons, networkReasons(in)...)
 	// Every command below runs the agent's files or code: one the OOM
 	// killer stopped (at the task's memory limit, which the daemon's
@@ -157,9 +178,9 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	}
 	if oomr.oomed() && (err == nil || errors.Is(err, ErrInfra)) {
 		reasons = append(reasons, Reason{CodeGraderOOM, fmt.Sprintf("a grader command running the agent's code was killed at the task's memory limit (%d MiB)", in.Task.MemoryMB)})
-		v := Verdict{Reasons: reasons, Detail: kv.Detail}
+		v := Verdict{Outcome: OutcomeFail, Reasons: reasons, Detail: kv.Detail}
 		for _, kr := range kv.Reasons {
-			if kr.Code != tasks.CodePass && reasonCodeRE.MatchString(kr.Code) {
+			if kr.Code != tasks.CodePass && kr.Code != CodeNeedsReview && reasonCodeRE.MatchString(kr.Code) {
 				v.Reasons = append(v.Reasons, kr)
 			}
 		}
@@ -172,9 +193,17 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, fmt.Errorf("grader %s for task %s: %w", in.Task.Grader.Kind, in.Task.ID, err)
 	}
+	kindReview := kv.Review() && !kv.Pass
+	var review []Reason
 	for _, kr := range kv.Reasons {
 		if kr.Code == tasks.CodePass {
 			continue // a kind may say "pass"; a verdict lists failures only
+		}
+		if kr.Code == CodeNeedsReview {
+			if kindReview {
+				review = append(review, kr)
+			}
+			continue // why a verdict needs review is no failure
 		}
 		if !reasonCodeRE.MatchString(kr.Code) {
 			return Verdict{}, infraf("grader %s gave a malformed reason code %q", in.Task.Grader.Kind, kr.Code)
@@ -182,16 +211,24 @@ func Grade(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		reasons = append(reasons, kr)
 	}
 	kindOK := kv.Reward == 1 && kv.Pass
-	if !kindOK && len(kv.Reasons) == 0 {
+	if !kindOK && !kindReview && len(kv.Reasons) == 0 {
 		reasons = append(reasons, Reason{CodeNoReward, fmt.Sprintf("grader %s gave reward %d, pass %v", in.Task.Grader.Kind, kv.Reward, kv.Pass)})
 	}
-	v := Verdict{Reasons: reasons, Detail: kv.Detail}
+	v := Verdict{Outcome: OutcomeFail, Reasons: reasons, Detail: kv.Detail}
+	switch {
+	case len(reasons) > 0:
+	case kindOK:
+		v.Reward, v.Pass, v.Outcome = 1, true, OutcomePass
+	case kindReview:
+		// Left to review only when nothing else failed.
+		if len(review) == 0 {
+			review = []Reason{{CodeNeedsReview, fmt.Sprintf("grader %s was not confident either way", in.Task.Grader.Kind)}}
+		}
+		v.Reasons, v.Outcome = review, OutcomeReview
+	}
 	withholdHidden(in.Task, &v)
 	if v.Reasons == nil {
 		v.Reasons = []Reason{}
-	}
-	if kindOK && len(reasons) == 0 {
-		v.Reward, v.Pass = 1, true
 	}
 	return v, nil
 }
@@ -201,6 +238,12 @@ type oomRunner struct {
 	Runner
 	mu  sync.Mutex
 	oom bool
+}
+
+// CanHide is the wrapped runner's (see Hider).
+func (o *oomRunner) CanHide() bool {
+	h, ok := o.Runner.(Hider)
+	return ok && h.CanHide()
 }
 
 func (o *oomRunner) Run(ctx context.Context, spec RunSpec) (RunResult, error) {
@@ -291,6 +334,33 @@ func DeriveChangeset(t *tasks.Task, workspace string) (journal.Changeset, error)
 		cs = journal.Changeset{}
 	}
 	return cs, nil
+}
+
+// withDenied adds the edit violation only the journal knows: an
+// operation the view's edit policy refused (in.Denied). Such an attempt
+// fails with wrong_files even though the refused change never reached the
+// tree; one reason when the changeset already gave wrong_files.
+func withDenied(in Input, reasons []Reason) []Reason {
+	if in.Denied <= 0 {
+		return reasons
+	}
+	for _, r := range reasons {
+		if r.Code == CodeWrongFiles {
+			return reasons
+		}
+	}
+	return append(reasons, Reason{CodeWrongFiles, fmt.Sprintf(
+		"the agent tried %d change(s) the task's edit policy forbids; they were refused (see the journal's denied records)", in.Denied)})
+}
+
+// withCaps adds the rule on the view's caps: an attempt that hit any
+// (in.Caps) fails with workspace_cap, whatever its tree.
+func withCaps(in Input, reasons []Reason) []Reason {
+	if len(in.Caps) == 0 {
+		return reasons
+	}
+	return append(reasons, Reason{CodeCap, fmt.Sprintf(
+		"the agent hit the workspace's cap on %s; operations past it were refused (see the journal's cap records)", strings.Join(in.Caps, ", "))})
 }
 
 // deniedChanges lists the changes the policy denies, as "path (kind)".

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"benchd.dev/fsmon/journal"
@@ -72,7 +74,7 @@ func TestSharedRules(t *testing.T) {
 		}, nil},
 		{"syntax error is not an import violation", nil, func(t *testing.T, dir string) {
 			appendFile(t, dir, counter, "\ndef broken(:\n")
-		}, []string{CodeTestsFailed}},
+		}, []string{CodeTestsFailed, CodeChecksFailed}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,5 +241,113 @@ func TestTestName(t *testing.T) {
 		if got := testName(id); got != want {
 			t.Errorf("testName(%q): got %q, want %q", id, got, want)
 		}
+	}
+}
+
+// TestDeniedEdits: an edit the view refused fails the verdict with
+// wrong_files, whatever the tree looks like; it is not repeated beside
+// the changeset's own wrong_files, and it decides a verdict the judge
+// would have left to review.
+func TestDeniedEdits(t *testing.T) {
+	testenv.Require(t, testenv.Python, testenv.Pytest)
+	rt01, rt06 := loadRepoTask(t, "rt-01"), loadRepoTask(t, "rt-06")
+	zero := 0
+	for _, tc := range []struct {
+		name    string
+		task    *tasks.Task
+		attempt string
+		denied  int64
+		want    []string
+	}{
+		{"a pass", rt01, "reference", 0, nil},
+		{"a pass with refused edits", rt01, "reference", 2, []string{CodeWrongFiles}},
+		{"changed files and refused edits", rt01, "edits-tests", 3, []string{CodeWrongFiles}},
+		{"a failure and refused edits", rt01, "untouched", 1, []string{CodeChecksFailed, CodeTestsFailed, CodeWrongFiles}},
+		{"left to review", rt06, "review-hedged", 0, []string{CodeNeedsReview}},
+		{"left to review, but refused edits", rt06, "review-hedged", 1, []string{CodeWrongFiles}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := tc.task.Reference()
+			if tc.attempt != "reference" {
+				var err error
+				if a, err = tc.task.Attempt(tc.attempt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ws := materialize(t, tc.task, a)
+			v, err := Grade(context.Background(), Input{Task: tc.task, Workspace: ws, AgentExit: &zero, Denied: tc.denied, ScratchRoot: t.TempDir()}, ExecRunner{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := slices.Clone(v.Codes())
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got codes %v (%v), want %v", got, v.Reasons, tc.want)
+			}
+			if wantPass := len(tc.want) == 0; v.Pass != wantPass {
+				t.Errorf("got pass %v, want %v", v.Pass, wantPass)
+			}
+			if review := slices.Equal(tc.want, []string{CodeNeedsReview}); v.Review() != review {
+				t.Errorf("got review %v, want %v", v.Review(), review)
+			}
+		})
+	}
+}
+
+// TestCaps: an attempt that hit a workspace cap fails with
+// workspace_cap whatever its tree, beside the other reasons, and it
+// decides a verdict the judge would have left to review.
+func TestCaps(t *testing.T) {
+	testenv.Require(t, testenv.Python, testenv.Pytest)
+	rt01, rt06 := loadRepoTask(t, "rt-01"), loadRepoTask(t, "rt-06")
+	zero := 0
+	for _, tc := range []struct {
+		name    string
+		task    *tasks.Task
+		attempt string
+		caps    []string
+		denied  int64
+		want    []string
+	}{
+		{"a pass", rt01, "reference", nil, 0, nil},
+		{"a pass at the files cap", rt01, "reference", []string{"files"}, 0, []string{CodeCap}},
+		{"two caps, one reason", rt01, "reference", []string{"records", "blob_bytes"}, 0, []string{CodeCap}},
+		{"a cap and refused edits", rt01, "reference", []string{"files"}, 1, []string{CodeWrongFiles, CodeCap}},
+		{"a failure at a cap", rt01, "untouched", []string{"records"}, 0, []string{CodeChecksFailed, CodeTestsFailed, CodeCap}},
+		{"left to review, but a cap", rt06, "review-hedged", []string{"files"}, 0, []string{CodeCap}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := tc.task.Reference()
+			if tc.attempt != "reference" {
+				var err error
+				if a, err = tc.task.Attempt(tc.attempt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ws := materialize(t, tc.task, a)
+			v, err := Grade(context.Background(), Input{Task: tc.task, Workspace: ws, AgentExit: &zero, Denied: tc.denied, Caps: tc.caps, ScratchRoot: t.TempDir()}, ExecRunner{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := slices.Clone(v.Codes())
+			slices.Sort(got)
+			want := slices.Clone(tc.want)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("got codes %v (%v), want %v", got, v.Reasons, want)
+			}
+			if wantPass := len(tc.want) == 0; v.Pass != wantPass {
+				t.Errorf("got pass %v, want %v", v.Pass, wantPass)
+			}
+			for _, r := range v.Reasons {
+				if r.Code == CodeCap {
+					for _, c := range tc.caps {
+						if !strings.Contains(r.Message, c) {
+							t.Errorf("workspace_cap message %q does not name the cap %s", r.Message, c)
+						}
+					}
+				}
+			}
+		})
 	}
 }

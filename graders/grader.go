@@ -4,11 +4,14 @@
 // Grade is the entry point. It runs the grader kind the task names
 // ([bench.grader] kind) and applies the shared rules of every task: the
 // agent exited 0, did not time out, changed only the files the task's
-// policy allows, used no network on a closed task, and imported only the
-// standard library. The verdict passes when the kind gives reward 1 and
-// every shared rule holds; otherwise it lists every rule that failed, as
-// Reasons with stable codes. An error from Grade is an infra error, never
-// an agent failure.
+// policy allows and tried no edit the view refused (Input.Denied), hit
+// no cap of the view (Input.Caps), used no network on a closed task, and
+// imported only the standard library.
+// The verdict passes when the kind gives reward 1 and every shared rule
+// holds; otherwise it lists every rule that failed, as Reasons with
+// stable codes. An error from Grade is an infra error, never an agent
+// failure. Grade is the one place a verdict is decided: the daemon stores
+// and signs it as it is.
 //
 // # Kinds
 //
@@ -26,19 +29,65 @@
 // copies, running pytest and Python through the Runner). Kinds never
 // change the workspace; they grade copies.
 //
+// # The judge and its probes
+//
+// No verdict may rest on what a process that ran the agent's code says
+// about itself: its exit status, a test runner's summary, ids it prints.
+// The kinds move toward one shape, the judge here deciding from answers
+// that probes (processes running the agent's code, each in a scratch of
+// its own with nothing hidden in it) give to inputs the judge chose:
+//
+//   - Seeded checks (checks.go, `checks = "gen.py"` of kind pytest, RT-01
+//     and RT-03): the bundle's generator makes calls from a seed drawn
+//     per grading (Verdict.Seed records it); a probe without pytest
+//     answers them on the solution and another on the agent's code; the
+//     judge compares. A forged answer line is only ever a wrong answer.
+//     RT-03's probe runs without the text codecs (`checks_absent`), so
+//     "the binary codec never calls the text one" is a behaviour, not an
+//     import scan (attempt hides-text-import).
+//   - pytest's own result is trusted only where a forged pass gains
+//     nothing: the public tests of RT-01 and RT-03 run beside the checks
+//     (a pytest patched to pass everything still fails checks_failed, see
+//     RT-01's attempts patches-pytest and forges-summary). No hidden test
+//     runs beside the agent's code in these two tasks.
+//   - dual-run (RT-02): the agent's tests are the deliverable, so they
+//     run on every variant and pytest's report of them counts; the
+//     variants (twins that differ only by the bug, others written
+//     differently, all as bytecode at one module path) make any way to
+//     decide but behaviour fail. Nothing scans the tests.
+//   - workload (RT-04): the judge generates the workload from the seed
+//     and drives the map probe through a pipe, one request at a time;
+//     each answer is checked against the judge's own model (a get answers
+//     with a digest of the value under a fresh challenge, so only a map
+//     that has the value can answer). Memory is the probe cgroup's anon
+//     plus shmem and the peak RSS, against a baseline of the same stream;
+//     the forbidden modules' files are absent from the probe.
+//   - exact (RT-05) and refusal (RT-06) document in their files what they
+//     run and trust.
+//
 // # Reason codes
 //
 // Shared rules: agent_exit_nonzero, timeout, wrong_files, network_used,
 // non_stdlib_import, no_reward, grader_oom (a grader command, which runs
 // the agent's code, was OOM-killed: the daemon's runner gives every
-// command the task's [environment] memory_mb). pytest: tests_failed, grader_timeout, and
-// any code a task maps failed tests to (RT-03's bin_calls_text).
+// command the task's [environment] memory_mb). pytest: tests_failed, grader_timeout,
+// checks_failed (the seeded checks gave other answers than the solution,
+// or none), and any code a task maps failed tests to (RT-03's
+// bin_calls_text).
 // dual-run: tests_fail_reference, bug_not_caught, tests_detect_file,
-// tests_read_impl, tests_import_oracle, grader_timeout. The other kinds
+// grader_timeout. The other kinds
 // document theirs in their files.
 //
 // Tree rules, checked before any kind runs (tree.go): unsafe_link,
 // special_file, tree_limits.
+//
+// # Outcomes
+//
+// A verdict is pass, fail or review (Verdict.Outcome). A kind may leave
+// its decision to review when it is not confident (refusal does, when
+// its report judge is unsure): the verdict is then left to review, with
+// one reason, needs_review, only when nothing else failed; its JSON says
+// "pass": null. Any failure decides the verdict instead.
 //
 // # What a verdict shows, and to whom
 //
@@ -77,6 +126,8 @@ package graders
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"time"
 
 	"benchd.dev/fsmon/journal"
@@ -90,17 +141,51 @@ type Reason struct {
 	Message string `json:"message"`
 }
 
-// Verdict is a grader's result.
+// Outcomes of a verdict.
+const (
+	OutcomePass   = "pass"
+	OutcomeFail   = "fail"
+	OutcomeReview = "review" // neither passed nor failed: a person decides
+)
+
+// CodeNeedsReview is the one reason of a verdict left to review: its
+// message says why the grader was not confident.
+const CodeNeedsReview = tasks.CodeReview
+
+// Verdict is a grader's result. Outcome is pass, fail or review; a
+// verdict left to review has Pass false, Reward 0 and one reason,
+// needs_review, and its JSON says "pass": null. Grade sets Outcome on
+// every verdict it returns; a kind sets it only to ask for review.
 type Verdict struct {
 	Reward  int      `json:"reward"` // 0 or 1
 	Pass    bool     `json:"pass"`
+	Outcome string   `json:"outcome"`
 	Reasons []Reason `json:"reasons"` // never nil in JSON; empty when Pass
 	// Detail is the tail of the grader's output (test failures, hidden
 	// ones included), for the operator reading a disputed grade; never
 	// used to decide it, never shown to the agent's owner (see the
 	// package doc).
 	Detail string `json:"detail,omitempty"`
+	// Seed is the seed of the grading's generated checks (Input.Seed,
+	// or the one Grade drew): a regrade with it makes the same checks.
+	Seed uint64 `json:"seed,omitempty"`
 }
+
+// MarshalJSON writes "pass": null for a verdict left to review.
+func (v Verdict) MarshalJSON() ([]byte, error) {
+	type plain Verdict
+	out := struct {
+		plain
+		Pass *bool `json:"pass"`
+	}{plain: plain(v)}
+	if v.Outcome != OutcomeReview {
+		out.Pass = &v.Pass
+	}
+	return json.Marshal(out)
+}
+
+// Review reports whether the verdict is left to review.
+func (v Verdict) Review() bool { return v.Outcome == OutcomeReview }
 
 // Input is what a grader is given.
 type Input struct {
@@ -113,14 +198,23 @@ type Input struct {
 	// bundle's starting workspace.
 	Changeset journal.Changeset
 	// Agent facts, where known (nil/zero when grading a bare directory).
-	AgentExit    *int
-	TimedOut     bool
-	Network      []string // destinations the agent tried, gateways excluded
-	FinalMessage string   // the agent's final message, if it has one
+	AgentExit *int
+	TimedOut  bool
+	Network   []string // destinations the agent tried, gateways excluded
+	// Denied counts the operations the view's edit policy refused
+	// (journal records); any is wrong_files.
+	Denied int64
+	// Caps names the workspace caps the attempt hit (the view's cap
+	// records: files, records, blob_bytes); any is workspace_cap.
+	Caps         []string
+	FinalMessage string // the agent's final message, if it has one
 	// ScratchRoot is where graders make their scratch directories; ""
 	// means the system's temporary directory. The Runner must make
 	// directories below it available to the commands it runs.
 	ScratchRoot string
+	// Seed seeds the checks a kind generates for this grading (see
+	// checks.go); 0 means Grade draws one. The verdict records it.
+	Seed uint64
 	// TreeReasons are the reasons CopyWorkspace gave when the caller
 	// made Workspace as a copy of the agent's tree; Grade fails the
 	// verdict with them.
@@ -143,6 +237,18 @@ type RunSpec struct {
 	Timeout     time.Duration
 	MemoryLimit int64 // bytes, 0 = none
 	OutputCap   int64 // bytes kept of stdout and of stderr, 0 = default
+	// Stdin is streamed to the command's standard input through a pipe
+	// (never a file it could seek in or reopen); nil means none.
+	Stdin io.Reader
+	// Hide lists host paths the command must not see (the task's
+	// forbidden modules). A runner that cannot hide says so with
+	// CanHide; the caller then relies on what it has besides.
+	Hide []string
+}
+
+// Hider is a Runner that can make paths absent from its commands' view.
+type Hider interface {
+	CanHide() bool
 }
 
 // RunResult is what happened. An error from Run is an infra error; a
@@ -155,6 +261,9 @@ type RunResult struct {
 	Wall       time.Duration
 	PeakMemory int64 // cgroup peak where the runner has one, else 0
 	MaxRSS     int64 // largest single-process RSS in bytes
-	Stdout     []byte
-	Stderr     []byte
+	// PeakAnonShmem is the largest anonymous plus shared memory (tmpfs,
+	// memfd) of the command's cgroup where the runner has one, else 0.
+	PeakAnonShmem int64
+	Stdout        []byte
+	Stderr        []byte
 }

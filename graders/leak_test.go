@@ -3,13 +3,19 @@ package graders
 import (
 	"strings"
 	"testing"
+
+	"benchd.dev/tasks"
 )
 
 // TestWithholdHidden: a message that names hidden test material is
 // replaced, and the original goes to Detail; others are left alone.
 func TestWithholdHidden(t *testing.T) {
-	rt01 := loadRepoTask(t, "rt-01")
-	rt05 := loadRepoTask(t, "rt-05")
+	byID := map[string]*tasks.Task{}
+	for _, id := range []string{"rt-01", "rt-05"} {
+		byID[id] = loadRepoTask(t, id)
+	}
+	// No repository bundle runs hidden pytest tests now: a small one.
+	byID["hidden-pytest"], _ = pytestBundle(t, "def test_secret_rule():\n    pass\n", "def f():\n    return 0\n")
 	for _, tc := range []struct {
 		name     string
 		task     string
@@ -18,15 +24,13 @@ func TestWithholdHidden(t *testing.T) {
 	}{
 		{"counts only", "rt-01", "the tests did not all pass: 2 failed, 3 passed", false},
 		{"public name", "rt-01", "1 failed, public among them: test_counter.py::test_wraps", false},
-		{"hidden file", "rt-01", "FAILED test_counter_hidden.py::x", true},
-		{"hidden test name", "rt-01", "1 failed: test_modulus_path_hidden", true},
+		{"hidden file", "hidden-pytest", "FAILED test_hid.py::x", true},
+		{"checks generator", "rt-01", "as gen_checks.py draws them", true},
+		{"hidden test name", "hidden-pytest", "1 failed: test_secret_rule", true},
 		{"golden digits", "rt-05", "returned 1, want 137035999177", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			task := rt01
-			if tc.task == "rt-05" {
-				task = rt05
-			}
+			task := byID[tc.task]
 			v := Verdict{Reasons: []Reason{{CodeTestsFailed, tc.msg}}}
 			if tc.name == "hidden test name" {
 				// A test function the hidden file really defines.

@@ -28,6 +28,9 @@ func init() { register("pytest", gradePytest) }
 //	                                    bundle ships it, whatever the agent did to it
 //	hidden = ["test_hidden.py"]         files of the bundle's tests/, copied beside
 //	                                    the workspace copy (never into it)
+//	checks = "gen_checks.py"            optional: the judge's seeded checks
+//	                                    (checks.go), run before pytest in probes
+//	                                    of their own; they must pass too
 //	[bench.grader.codes]                optional: a failed test whose function name
 //	bin_calls_text = ["test_x_*"]       matches a glob carries that code instead
 //	                                    of tests_failed
@@ -52,6 +55,12 @@ func gradePytest(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if len(public)+len(hidden) == 0 {
 		return Verdict{}, infraf("task %s: kind pytest needs public or hidden tests", in.Task.ID)
 	}
+	// The judge's checks first, in probes of their own, before any
+	// pytest run of the agent's code.
+	checkReasons, checkDetail, err := runChecks(ctx, in, r)
+	if err != nil {
+		return Verdict{}, err
+	}
 	sc, ws, err := newWorkspaceScratch(in, "pytest")
 	if err != nil {
 		return Verdict{}, err
@@ -72,15 +81,20 @@ func gradePytest(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	v := Verdict{Detail: run.detail(4000)}
+	v := Verdict{Detail: strings.TrimSpace(run.detail(4000) + "\n" + checkDetail)}
 	switch {
 	case run.TimedOut:
 		v.Reasons = []Reason{{CodeGraderTimeout, fmt.Sprintf("the tests ran past the %s limit", verifierTimeout(in))}}
-	case run.Passed():
+	case run.Passed() && len(checkReasons) == 0:
 		v.Reward, v.Pass = 1, true
+	case run.Passed():
 	default:
 		v.Reasons = failureReasons(run, codes, publicTests(in, public))
 	}
+	// pytest's report comes from a process that imported the agent's
+	// code, which can patch pytest or print a summary of its own: a
+	// "pass" from it counts only beside checks it cannot steer.
+	v.Reasons = append(v.Reasons, checkReasons...)
 	return v, nil
 }
 

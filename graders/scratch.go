@@ -196,6 +196,7 @@ type pytestSpec struct {
 	Dir      string   // the working directory: the workspace copy (on sys.path)
 	RootDir  string   // pytest's rootdir; "" = Dir
 	Paths    []string // test files, relative to Dir or absolute
+	Args     []string // more pytest arguments, before Paths
 	Timeout  time.Duration
 	ExtraEnv []string
 }
@@ -268,7 +269,7 @@ func runPytest(ctx context.Context, r Runner, ps pytestSpec) (pytestRun, error) 
 	}
 	args := []string{Python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "--tb=short",
 		"-c", os.DevNull, "--rootdir=" + root}
-	args = append(args, ps.Paths...)
+	args = append(append(args, ps.Args...), ps.Paths...)
 	env := append(pythonEnv(ps.Dir), ps.ExtraEnv...)
 	res, err := r.Run(ctx, RunSpec{Args: args, Dir: ps.Dir, Env: env, Timeout: ps.Timeout})
 	if err != nil {

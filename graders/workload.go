@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -13,7 +11,7 @@ import (
 // Reason codes of kind "workload".
 const (
 	CodeWorkloadWrong   = "workload_wrong"   // a read returned the wrong thing, or the code raised or crashed
-	CodeMemoryCap       = "memory_cap"       // peak RSS above the baseline plus the margin
+	CodeMemoryCap       = "memory_cap"       // memory above the baseline plus the margin
 	CodeTimeCap         = "time_cap"         // the workload ran past its wall cap
 	CodeForbiddenModule = "forbidden_module" // the code imports (or tried to import) a forbidden module
 )
@@ -92,74 +90,68 @@ var forbiddenCompanions = map[string][]string{
 	"dbm":     {"_dbm", "_gdbm"},
 }
 
-// workloadResult is the driver's result line.
-type workloadResult struct {
-	Nonce     string         `json:"nonce"`
-	OK        bool           `json:"ok"`
-	Code      string         `json:"code"`
-	Message   string         `json:"message"`
-	Forbidden []string       `json:"forbidden"`
-	Stats     map[string]any `json:"stats"`
-}
-
-// workloadRun is one run of the driver and what it measured.
-type workloadRun struct {
-	res    RunResult
-	result workloadResult
-	found  bool // a result line with the nonce was printed
-}
-
-// gradeWorkload is kind "workload": a hidden driver script runs a
-// correctness workload against the agent's code in a fresh interpreter,
-// under a wall cap and a peak-memory cap measured against a baseline.
+// gradeWorkload is kind "workload": the judge drives the agent's map with
+// a workload it generates and checks every answer against its own model,
+// under a wall cap and a memory cap measured against a baseline.
 //
 // Parameters ([bench.grader]):
 //
-//	driver = "workload.py"          the driver, a file of the bundle's tests/
-//	wall_sec = 5.0                  wall cap of the whole driver run, on the target host
+//	server = "map_server.py"        the map probe, a file of the bundle's tests/
+//	                                (its docstring gives the request protocol)
+//	wall_sec = 5.0                  wall cap of the workload run, on the target host
 //	calibration_sec = 0.3           wall time of calibrationScript on the target host
 //	                                (0 or absent: the cap is not scaled)
-//	memory_margin_mib = 8           peak RSS may exceed the baseline by this much
+//	memory_margin_mib = 8           memory above the baseline the map may use
+//	mem_budget_bytes = 262144       passed to the map's constructor
 //	forbidden_modules = ["sqlite3"] modules the code may not use
 //
-// The driver protocol (tasks/rt-04-tiny-map/tests/workload.py is one):
-// it runs as "/usr/bin/python3 -I DRIVER --nonce-file F --root DIR
-// --forbid a,b,c [--baseline]" with a copy of the workspace as its
-// working directory; it reads and removes F, refuses the forbidden
-// modules with an import hook, runs its workload on a map rooted at DIR
-// and prints its result line (workload_protocol.go): {"nonce", "ok",
-// "code", "message", "forbidden", "stats"}. With --baseline it does
-// everything but load the agent's code.
+// What runs where, and what is trusted:
 //
-// The checks, in order:
-//  1. forbidden modules, read from the code: every .py file of the
-//     workspace is parsed with Python's ast (forbidden_module);
-//  2. a baseline run: the driver with --baseline. Its peak RSS (the
-//     Runner's MaxRSS) is the interpreter's baseline in this grading run,
-//     on this host; the memory cap is baseline + memory_margin_mib;
-//  3. where calibration_sec is set, a calibration run: calibrationScript,
-//     trusted code run through the same Runner before any agent code,
-//     whose wall time against calibration_sec is this host's slowdown
-//     now (at least 1); the wall cap is wall_sec times the slowdown, so
-//     that a host under load or under software emulation (the VM lane,
-//     2-5x slower) grades the same map the same way. A slowdown above
-//     maxSlowdown is an infra error: the host cannot grade fairly;
-//  4. the workload run, with the wall cap as its time limit: a timeout or
-//     a longer wall time is time_cap, an RSS above the cap (or an OOM
-//     kill) memory_cap, an import the driver's hook refused
-//     forbidden_module, a wrong read, an exception or a crash
-//     workload_wrong.
+//   - The judge (this file) generates the workload from the grading's
+//     seed (Input.Seed): keys, values of 2-10 KiB that do not compress,
+//     and the phases (load, mixed puts, deletes and gets, drop_cache,
+//     reads, flush, close, reopen on the same root, a check of every key,
+//     more operations, close). Its model holds a version per key; values
+//     are regenerated from the seed, key and version, so the judge holds
+//     none of them either.
+//   - The probe (the server with the agent's code imported) runs confined
+//     in a scratch of its own that holds the workspace copy, the server
+//     and an empty map root. Requests reach it through a pipe as the judge
+//     writes them, so it never holds the workload ahead of time without
+//     paying for it in memory or on disk. A get is answered with
+//     sha256(challenge + value) for a challenge new to that get: only
+//     code that has the value can answer. The probe's exit status and any
+//     message it prints count for nothing; its answers are compared one by
+//     one with the model.
+//   - Memory: the runner's anonymous plus shared memory of the probe's
+//     cgroup (tmpfs and memfd count; page cache of the map's own files does
+//     not) above the baseline, and the peak RSS above the baseline's, must
+//     both stay within the margin. The baseline is the same server and
+//     stream with a map that keeps nothing, in the same grading. A runner
+//     without a cgroup (ExecRunner) gives RSS only.
+//   - Forbidden modules: every .py file of the workspace is parsed for
+//     imports of them first (forbidden_module, and the workload does not
+//     run). At run time the modules' files (sqlite3, every dbm backend,
+//     shelve, their C halves and bytecode) are absent from the probe's
+//     view where the runner can hide them (Hider), so loading one by path
+//     fails too; the server also refuses them with an import hook. A map
+//     that needs them then fails its answers (workload_wrong).
+//   - Wall time: where calibration_sec is set, a calibration run
+//     (calibrationScript, trusted code, before any agent code) says how
+//     much slower than the target host this host runs now (at least 1); the
+//     wall cap is wall_sec times that. A slowdown above maxSlowdown is an
+//     infra error: the host cannot grade fairly.
 //
-// When step 1 finds a forbidden import, the workload is not run: the
-// guard would make it fail for a reason that is not the agent's bug. The
-// measurements go to Detail.
+// Reasons: time_cap (the run went past the cap), memory_cap, workload_wrong
+// (a wrong answer, an exception, a crash, or answers that stop early),
+// forbidden_module.
 func gradeWorkload(ctx context.Context, in Input, r Runner) (Verdict, error) {
-	driver, err := paramString(in, "driver", "")
+	server, err := paramString(in, "server", "")
 	if err != nil {
 		return Verdict{}, err
 	}
-	if driver == "" {
-		return Verdict{}, infraf("task %s: kind workload needs a driver", in.Task.ID)
+	if server == "" {
+		return Verdict{}, infraf("task %s: kind workload needs a server", in.Task.ID)
 	}
 	wallSec, err := numberParam(in, "wall_sec", defaultWallSec)
 	if err != nil {
@@ -169,8 +161,12 @@ func gradeWorkload(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	if wallSec <= 0 || marginMiB <= 0 {
-		return Verdict{}, infraf("task %s: wall_sec and memory_margin_mib must be positive", in.Task.ID)
+	budget, err := numberParam(in, "mem_budget_bytes", 256<<10)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if wallSec <= 0 || marginMiB <= 0 || budget <= 0 {
+		return Verdict{}, infraf("task %s: wall_sec, memory_margin_mib and mem_budget_bytes must be positive", in.Task.ID)
 	}
 	forbidden, err := paramStrings(in, "forbidden_modules")
 	if err != nil {
@@ -183,22 +179,19 @@ func gradeWorkload(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if calSec < 0 {
 		return Verdict{}, infraf("task %s: calibration_sec must not be negative", in.Task.ID)
 	}
+	if in.Seed == 0 {
+		return Verdict{}, infraf("task %s: the workload needs a seed", in.Task.ID)
+	}
 	wall := time.Duration(wallSec * float64(time.Second))
 	margin := int64(marginMiB * (1 << 20))
 
-	sc, ws, err := newWorkspaceScratch(in, "workload")
-	if err != nil {
-		return Verdict{}, err
-	}
-	defer sc.Close()
-	hid, err := sc.copyHidden(in, "hidden", []string{driver})
-	if err != nil {
-		return Verdict{}, err
-	}
-	driverPath := filepath.Join(hid, filepath.FromSlash(driver))
-
 	if len(forbidden) > 0 {
+		sc, ws, err := newWorkspaceScratch(in, "scan")
+		if err != nil {
+			return Verdict{}, err
+		}
 		hits, err := scanForbidden(ctx, in, r, sc.Dir, ws, withCompanions(forbidden))
+		sc.Close()
 		if err != nil {
 			return Verdict{}, err
 		}
@@ -207,97 +200,141 @@ func gradeWorkload(ctx context.Context, in Input, r Runner) (Verdict, error) {
 				"the code imports a module the task forbids (%s): %s", strings.Join(forbidden, ", "), shortList(hits, 5))}}}, nil
 		}
 	}
+	var hide []string
+	if h, ok := r.(Hider); ok && h.CanHide() && len(forbidden) > 0 {
+		if hide, err = modulePaths(ctx, in, r, withCompanions(forbidden)); err != nil {
+			return Verdict{}, err
+		}
+	}
+	wl := newMapWorkload(in.Seed)
+	probe := mapProbe{in: in, r: r, server: server, budget: int64(budget), forbidden: forbidden, hide: hide, wl: wl}
 
-	base, err := runDriver(ctx, r, sc, ws, driverPath, forbidden, true, verifierTimeout(in))
+	base, err := probe.run(ctx, true, verifierTimeout(in))
 	if err != nil {
 		return Verdict{}, err
 	}
-	if !base.found || !base.result.OK || base.res.ExitCode != 0 {
-		return Verdict{}, infraf("the baseline run of %s failed (exit %d, timed out %v): %s",
-			driver, base.res.ExitCode, base.res.TimedOut, tail(base.res.Stderr, 400))
+	if base.res.ExitCode != 0 || base.res.TimedOut || base.total < len(wl.ops) {
+		return Verdict{}, infraf("the baseline run of %s failed (exit %d, timed out %v, %d of %d answers): %s",
+			server, base.res.ExitCode, base.res.TimedOut, base.total, len(wl.ops), tail(base.res.Stderr, 400))
 	}
 	if base.res.MaxRSS <= 0 {
 		return Verdict{}, infraf("the runner reported no peak RSS for the baseline run")
 	}
-	memCap := base.res.MaxRSS + margin
 
 	slowdown := 1.0
 	if calSec > 0 {
-		if slowdown, err = calibrate(ctx, in, r, sc.Dir, calSec); err != nil {
+		sc, err := newScratch(in, "calibrate")
+		if err != nil {
+			return Verdict{}, err
+		}
+		slowdown, err = calibrate(ctx, in, r, sc.Dir, calSec)
+		sc.Close()
+		if err != nil {
 			return Verdict{}, err
 		}
 		wall = time.Duration(float64(wall) * slowdown)
 	}
 
-	run, err := runDriver(ctx, r, sc, ws, driverPath, forbidden, false, wall)
+	run, err := probe.run(ctx, false, wall)
 	if err != nil {
 		return Verdict{}, err
 	}
-	v := Verdict{Detail: fmt.Sprintf("host slowdown %.2f (wall cap %s on the target host)\n", slowdown,
-		time.Duration(wallSec*float64(time.Second))) + workloadDetail(base, run, memCap, wall)}
-	v.Reasons = judgeWorkload(run, base.res.MaxRSS, memCap, wall)
+	v := Verdict{Reasons: judgeMapRun(run, base, margin, wall, hide)}
+	v.Detail = fmt.Sprintf("host slowdown %.2f (wall cap %s on the target host, %s here)\n", slowdown,
+		time.Duration(wallSec*float64(time.Second)), wall) + mapDetail(base, run, margin, wl, hide)
 	if len(v.Reasons) == 0 {
 		v.Reward, v.Pass = 1, true
 	}
 	return v, nil
 }
 
-// judgeWorkload turns a workload run into reasons; none means it passed.
-func judgeWorkload(run workloadRun, baseline, memCap int64, wall time.Duration) []Reason {
+// judgeMapRun turns the probe's run into reasons; none means it passed.
+func judgeMapRun(run, base mapRun, margin int64, wall time.Duration, hide []string) []Reason {
 	var out []Reason
 	res := run.res
 	if res.TimedOut || res.Wall > wall {
 		out = append(out, Reason{CodeTimeCap, fmt.Sprintf("the workload ran past its %s wall cap (stopped or done at %s)",
 			wall, res.Wall.Round(10*time.Millisecond))})
 	}
-	if res.OOM || res.MaxRSS > memCap {
-		out = append(out, Reason{CodeMemoryCap, fmt.Sprintf("peak RSS %s is above the cap %s (baseline %s + margin %s): the map holds too much in memory",
-			mib(res.MaxRSS), mib(memCap), mib(baseline), mib(memCap-baseline))})
-	}
-	// The driver's report (which modules, what went wrong) is the
-	// hidden workload's own words: Detail carries it.
-	if run.found && len(run.result.Forbidden) > 0 {
-		out = append(out, Reason{CodeForbiddenModule, fmt.Sprintf("the code tried to import %d module(s) the task forbids at run time", len(run.result.Forbidden))})
-	}
+	rssOver := res.MaxRSS > base.res.MaxRSS+margin
+	shmOver := base.res.PeakAnonShmem > 0 && res.PeakAnonShmem > base.res.PeakAnonShmem+margin
 	switch {
-	case run.found && !run.result.OK:
-		out = append(out, Reason{CodeWorkloadWrong, "the workload found a wrong result"})
-	case !run.found && !res.TimedOut:
-		out = append(out, Reason{CodeWorkloadWrong, fmt.Sprintf("the workload did not finish: exit %d, signal %d", res.ExitCode, res.Signal)})
+	case res.OOM:
+		out = append(out, Reason{CodeMemoryCap, "the map was killed at the task's memory limit"})
+	case shmOver:
+		out = append(out, Reason{CodeMemoryCap, fmt.Sprintf("anonymous and shared memory %s is above the cap %s (baseline %s + margin %s): the map holds too much in memory",
+			mib(res.PeakAnonShmem), mib(base.res.PeakAnonShmem+margin), mib(base.res.PeakAnonShmem), mib(margin))})
+	case rssOver:
+		out = append(out, Reason{CodeMemoryCap, fmt.Sprintf("peak RSS %s is above the cap %s (baseline %s + margin %s): the map holds too much in memory",
+			mib(res.MaxRSS), mib(base.res.MaxRSS+margin), mib(base.res.MaxRSS), mib(margin))})
+	}
+	if run.wrong != "" {
+		msg := run.wrong
+		if len(hide) > 0 {
+			msg += " (the modules the task forbids are absent from the probe)"
+		}
+		out = append(out, Reason{CodeWorkloadWrong, msg})
+	} else if run.answered < len(run.wl.ops) && !res.TimedOut && !res.OOM {
+		out = append(out, Reason{CodeWorkloadWrong, fmt.Sprintf("the map stopped answering after %d of %d operations (exit %d, signal %d)",
+			run.answered, len(run.wl.ops), res.ExitCode, res.Signal)})
 	}
 	return out
 }
 
-// runDriver runs the driver once (the baseline when baseline is set).
-func runDriver(ctx context.Context, r Runner, sc *scratch, ws, driverPath string, forbidden []string, baseline bool, timeout time.Duration) (workloadRun, error) {
-	nonce, noncePath, err := writeNonce(sc.Dir)
+// mapDetail is the measurements, for the operator.
+func mapDetail(base, run mapRun, margin int64, wl *mapWorkload, hide []string) string {
+	return fmt.Sprintf("workload: seed %d, %d operations (%d puts, %d deletes, %d gets), %d live keys, %s live at the end\n"+
+		"baseline: peak RSS %s, anon+shmem %s, wall %s\n"+
+		"run: peak RSS %s, anon+shmem %s (margin %s), wall %s, exit %d, timed out %v, %d answers\n"+
+		"first wrong answer: %s\nhidden from the probe: %v\nstderr: %s",
+		wl.seed, len(wl.ops), wl.puts, wl.deletes, wl.gets, wl.liveKeys, mib(wl.liveBytes),
+		mib(base.res.MaxRSS), mib(base.res.PeakAnonShmem), base.res.Wall.Round(time.Millisecond),
+		mib(run.res.MaxRSS), mib(run.res.PeakAnonShmem), mib(margin), run.res.Wall.Round(time.Millisecond),
+		run.res.ExitCode, run.res.TimedOut, run.answered, run.wrongDetail, hide, tail(run.res.Stderr, 1500))
+}
+
+// modulePathsScript prints, as JSON, the files and directories that hold
+// the modules named in argv[1:] (and their bytecode), as this Python
+// finds them: what a probe must not see. Modules built into the
+// interpreter have no file and are left out.
+const modulePathsScript = `
+import importlib.util, json, os, sys
+out = []
+for name in sys.argv[1:]:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        continue
+    if spec.submodule_search_locations:
+        out += [p for p in spec.submodule_search_locations if os.path.isdir(p)]
+    elif spec.origin and os.path.isfile(spec.origin):
+        out.append(spec.origin)
+        if spec.origin.endswith(".py"):
+            pyc = importlib.util.cache_from_source(spec.origin)
+            for p in [pyc] + [pyc.replace(".pyc", ".opt-%d.pyc" % i) for i in (1, 2)]:
+                if os.path.isfile(p):
+                    out.append(p)
+print(json.dumps(sorted(set(out))))
+`
+
+// modulePaths lists where the modules names live, for RunSpec.Hide.
+func modulePaths(ctx context.Context, in Input, r Runner, names []string) ([]string, error) {
+	sc, err := newScratch(in, "modules")
 	if err != nil {
-		return workloadRun{}, err
+		return nil, err
 	}
-	root, err := os.MkdirTemp(sc.Dir, "root-")
+	defer sc.Close()
+	res, err := runPython(ctx, r, sc.Dir, verifierTimeout(in), modulePathsScript, names...)
 	if err != nil {
-		return workloadRun{}, infraf("making the map root: %v", err)
+		return nil, err
 	}
-	if err := os.Chmod(root, 0o777); err != nil {
-		return workloadRun{}, infraf("making the map root: %v", err)
+	var paths []string
+	if res.ExitCode != 0 || json.Unmarshal(res.Stdout, &paths) != nil {
+		return nil, infraf("finding the forbidden modules' files failed (exit %d): %s", res.ExitCode, tail(res.Stderr, 300))
 	}
-	args := []string{Python, "-I", driverPath, "--nonce-file", noncePath, "--root", root,
-		"--forbid", strings.Join(forbidden, ",")}
-	if baseline {
-		args = append(args, "--baseline")
-	}
-	res, err := r.Run(ctx, RunSpec{Args: args, Dir: ws, Env: pythonEnv(ws), Timeout: timeout, MemoryLimit: workloadAddrLimit})
-	if err != nil {
-		return workloadRun{}, fmt.Errorf("%w: running the workload driver: %w", ErrInfra, err)
-	}
-	out := workloadRun{res: res}
-	out.found, err = readResult(res.Stdout, nonce, &out.result)
-	if err != nil {
-		return workloadRun{}, infraf("workload driver: %v", err)
-	}
-	os.Remove(noncePath) // in case the driver never got to it
-	os.RemoveAll(root)
-	return out, nil
+	return paths, nil
 }
 
 // calibrate runs calibrationScript and returns how much slower than the
@@ -335,12 +372,3 @@ func withCompanions(names []string) []string {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
-
-// workloadDetail is the measurements, for people reading the verdict.
-func workloadDetail(base, run workloadRun, memCap int64, wall time.Duration) string {
-	stats, _ := json.Marshal(run.result.Stats)
-	return fmt.Sprintf("baseline: peak RSS %s, wall %s\nworkload: peak RSS %s (cap %s), wall %s (cap %s), exit %d, timed out %v\nmessage: %s\nforbidden: %v\nstats: %s\nstderr: %s",
-		mib(base.res.MaxRSS), base.res.Wall.Round(time.Millisecond),
-		mib(run.res.MaxRSS), mib(memCap), run.res.Wall.Round(time.Millisecond), wall, run.res.ExitCode, run.res.TimedOut,
-		run.result.Message, run.result.Forbidden, stats, tail(run.res.Stderr, 1500))
-}

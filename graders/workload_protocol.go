@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 )
 
-// The result protocol of the scripts the workload, exact and refusal
+// The result protocol of the scripts the exact and refusal
 // kinds run with the agent's code loaded in the same interpreter.
 //
 // The agent's code can print anything, so a script reports on one line of

@@ -2,11 +2,11 @@ package graders
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +55,7 @@ func TestWorkloadAttempts(t *testing.T) {
 		{"dump-on-flush", []string{CodeMemoryCap}},
 		{"full-scan", []string{CodeTimeCap}},
 		{"sqlite", []string{CodeForbiddenModule}},
+		{"answers-for-server", []string{CodeWorkloadWrong}},
 	} {
 		t.Run(tc.attempt, func(t *testing.T) {
 			v := gradeNamed(t, task, tc.attempt)
@@ -65,24 +66,31 @@ func TestWorkloadAttempts(t *testing.T) {
 }
 
 // TestWorkloadRuntimeGuard hides a sqlite3 import from the static scan
-// (the module name is computed); the driver's import hook must catch it.
+// (the module name is computed). The server refuses it at run time, so a
+// map that needs it fails its answers; one that only tries it and goes
+// on without it is judged by its answers.
 func TestWorkloadRuntimeGuard(t *testing.T) {
 	testenv.Require(t, testenv.Python, testenv.Pytest)
 	task := loadRepoTask(t, "rt-04")
-	dir := materialize(t, task, task.Reference())
-	p := filepath.Join(dir, "kv", "tiny_map.py")
-	src, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src = append(src, "\n\nimport importlib\n\ntry:\n    _db = importlib.import_module(\"sql\" + \"ite3\")\nexcept ImportError:\n    _db = None\n"...)
-	if err := os.WriteFile(p, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	v := gradeDir(t, task, dir)
-	checkCodes(t, v, CodeForbiddenModule)
-	if len(v.Reasons) > 0 && !strings.Contains(v.Reasons[0].Message, "at run time") {
-		t.Errorf("got message %q, want the run-time guard's", v.Reasons[0].Message)
+	for _, tc := range []struct {
+		name, add string
+		want      []string
+	}{
+		{"needs it", "\n\nimport importlib\n\n_db = importlib.import_module(\"sql\" + \"ite3\")\n", []string{CodeWorkloadWrong}},
+		{"tries it", "\n\nimport importlib\n\ntry:\n    _db = importlib.import_module(\"sql\" + \"ite3\")\nexcept ImportError:\n    _db = None\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := materialize(t, task, task.Reference())
+			p := filepath.Join(dir, "kv", "tiny_map.py")
+			src, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, append(src, tc.add...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			checkCodes(t, gradeDir(t, task, dir), tc.want...)
+		})
 	}
 }
 
@@ -121,28 +129,32 @@ func TestScanForbidden(t *testing.T) {
 	}
 }
 
-func TestJudgeWorkload(t *testing.T) {
-	const base, limit = 10 << 20, 18 << 20
+// TestJudgeMapRun: caps, wrong answers and answers that stop early.
+func TestJudgeMapRun(t *testing.T) {
+	const margin = 8 << 20
 	wall := 5 * time.Second
-	ok := workloadResult{OK: true}
+	wl := newMapWorkload(1)
+	all := len(wl.ops)
+	base := mapRun{res: RunResult{MaxRSS: 10 << 20, PeakAnonShmem: 9 << 20}, wl: wl, answered: all}
 	for _, tc := range []struct {
 		name string
-		run  workloadRun
+		run  mapRun
 		want []string
 	}{
-		{"pass", workloadRun{res: RunResult{Wall: time.Second, MaxRSS: 12 << 20}, result: ok, found: true}, nil},
-		{"at the caps", workloadRun{res: RunResult{Wall: wall, MaxRSS: limit}, result: ok, found: true}, nil},
-		{"timed out", workloadRun{res: RunResult{TimedOut: true, Wall: wall, ExitCode: -1, MaxRSS: 12 << 20}}, []string{CodeTimeCap}},
-		{"slow but finished", workloadRun{res: RunResult{Wall: wall + time.Millisecond, MaxRSS: 12 << 20}, result: ok, found: true}, []string{CodeTimeCap}},
-		{"over memory", workloadRun{res: RunResult{Wall: time.Second, MaxRSS: limit + 1}, result: ok, found: true}, []string{CodeMemoryCap}},
-		{"oom killed", workloadRun{res: RunResult{OOM: true, ExitCode: -1, Signal: 9, Wall: time.Second}}, []string{CodeMemoryCap, CodeWorkloadWrong}},
-		{"wrong read", workloadRun{res: RunResult{Wall: time.Second, MaxRSS: 12 << 20}, result: workloadResult{Message: "get returned None"}, found: true}, []string{CodeWorkloadWrong}},
-		{"crash", workloadRun{res: RunResult{ExitCode: 1, Wall: time.Second, MaxRSS: 12 << 20, Stderr: []byte("Segmentation fault")}}, []string{CodeWorkloadWrong}},
-		{"forbidden at run time", workloadRun{res: RunResult{Wall: time.Second, MaxRSS: 12 << 20}, result: workloadResult{OK: true, Forbidden: []string{"dbm"}}, found: true}, []string{CodeForbiddenModule}},
+		{"pass", mapRun{res: RunResult{Wall: time.Second, MaxRSS: 12 << 20, PeakAnonShmem: 11 << 20}, answered: all}, nil},
+		{"at the caps", mapRun{res: RunResult{Wall: wall, MaxRSS: 18 << 20, PeakAnonShmem: 17 << 20}, answered: all}, nil},
+		{"timed out", mapRun{res: RunResult{TimedOut: true, Wall: wall, ExitCode: -1, MaxRSS: 12 << 20}, answered: 10}, []string{CodeTimeCap}},
+		{"slow but finished", mapRun{res: RunResult{Wall: wall + time.Millisecond, MaxRSS: 12 << 20}, answered: all}, []string{CodeTimeCap}},
+		{"over RSS", mapRun{res: RunResult{Wall: time.Second, MaxRSS: 18<<20 + 1}, answered: all}, []string{CodeMemoryCap}},
+		{"over anon+shmem, RSS low", mapRun{res: RunResult{Wall: time.Second, MaxRSS: 11 << 20, PeakAnonShmem: 17<<20 + 1}, answered: all}, []string{CodeMemoryCap}},
+		{"oom killed", mapRun{res: RunResult{OOM: true, ExitCode: -1, Signal: 9, Wall: time.Second}, answered: 5}, []string{CodeMemoryCap}},
+		{"wrong answer", mapRun{res: RunResult{Wall: time.Second, MaxRSS: 12 << 20}, answered: 7, wrong: "load: put answered None"}, []string{CodeWorkloadWrong}},
+		{"crash", mapRun{res: RunResult{ExitCode: 1, Wall: time.Second, MaxRSS: 12 << 20}, answered: 100}, []string{CodeWorkloadWrong}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.run.wl = wl
 			var got []string
-			for _, r := range judgeWorkload(tc.run, base, limit, wall) {
+			for _, r := range judgeMapRun(tc.run, base, margin, wall, nil) {
 				got = append(got, r.Code)
 			}
 			slices.Sort(got)
@@ -152,6 +164,67 @@ func TestJudgeWorkload(t *testing.T) {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestMapWorkload: the workload is a function of the seed, its phases
+// hold, and the answers of a model map pass while wrong ones do not.
+func TestMapWorkload(t *testing.T) {
+	a, b, c := newMapWorkload(7), newMapWorkload(7), newMapWorkload(8)
+	if len(a.ops) != len(b.ops) || a.ops[100] != b.ops[100] || string(a.keys[5]) != string(b.keys[5]) {
+		t.Fatal("seed 7 made two different workloads")
+	}
+	if string(a.keys[5]) == string(c.keys[5]) && a.ops[300] == c.ops[300] {
+		t.Fatal("seeds 7 and 8 made the same workload")
+	}
+	if a.puts < 3000 || a.deletes < 300 || a.gets < 4000 || a.liveBytes < 10<<20 {
+		t.Fatalf("workload too small: %d puts, %d deletes, %d gets, %d live bytes", a.puts, a.deletes, a.gets, a.liveBytes)
+	}
+	// A model map answering in Go: the answers a correct map gives.
+	answers := func(w *mapWorkload, lie int) []byte {
+		store := map[int32]int32{}
+		var out []byte
+		gets := 0
+		for _, op := range w.ops {
+			switch op.code {
+			case reqPut:
+				store[op.key] = op.version
+			case reqDelete:
+				delete(store, op.key)
+			case reqGet:
+				gets++
+				v, ok := store[op.key]
+				if gets == lie {
+					ok = false
+				}
+				if !ok {
+					out = append(out, 'n')
+					continue
+				}
+				h := sha256.New()
+				h.Write(challenge(op))
+				h.Write(w.value(op.key, v))
+				out = append(append(out, 'v'), h.Sum(nil)...)
+				continue
+			}
+			out = append(out, 'k')
+		}
+		return out
+	}
+	run := mapRun{wl: a}
+	run.compare(answers(a, -1))
+	if run.wrong != "" || run.answered != len(a.ops) {
+		t.Fatalf("a right map: wrong %q, %d of %d answered", run.wrong, run.answered, len(a.ops))
+	}
+	run = mapRun{wl: a}
+	run.compare(answers(a, 2000))
+	if run.wrong == "" {
+		t.Fatal("a map that forgot one value passed")
+	}
+	run = mapRun{wl: a}
+	run.compare(answers(c, -1)) // another seed's answers
+	if run.wrong == "" {
+		t.Fatal("another workload's answers passed")
 	}
 }
 

@@ -210,6 +210,12 @@ type Usage struct {
 	// PeakAnonBytes is the largest anonymous memory of the group seen by
 	// the sampler (v1 memory.stat total_rss, v2 anon): a lower bound.
 	PeakAnonBytes int64
+	// PeakAnonShmemBytes is the largest anonymous plus shared memory
+	// (tmpfs and memfd files, shared anonymous mappings) seen in one
+	// sampler reading (v1 total_rss + total_shmem, v2 anon + shmem): the
+	// memory a process tree holds that is not page cache of files on
+	// disk. A lower bound, like PeakAnonBytes.
+	PeakAnonShmemBytes int64
 	// MaxRSSBytes is the largest VmHWM (peak resident set) of a single
 	// process of the group seen by the sampler, and MaxRSSPid its pid (in
 	// this process's pid namespace). A lower bound, see the package doc.

@@ -52,11 +52,12 @@ type Group struct {
 
 // sampled is what the sampler has seen so far.
 type sampled struct {
-	anon    int64
-	current int64
-	rss     int64
-	rssPid  int
-	n       int
+	anon      int64
+	anonShmem int64 // anon plus shmem (tmpfs, memfd, shared anonymous) in one reading
+	current   int64
+	rss       int64
+	rssPid    int
+	n         int
 }
 
 // New makes a group below the parent (see Config) in every hierarchy the
@@ -405,6 +406,7 @@ func (g *Group) readUsage() (Usage, error) {
 	s := g.samples
 	g.smu.Unlock()
 	u.PeakAnonBytes, u.MaxRSSBytes, u.MaxRSSPid, u.Samples = s.anon, s.rss, s.rssPid, s.n
+	u.PeakAnonShmemBytes = s.anonShmem
 	if u.PeakBytes < 0 {
 		u.PeakBytes = max(s.current, u.CurrentBytes)
 	}
@@ -437,6 +439,7 @@ func (g *Group) sample() {
 	var s sampled
 	if st, err := readKeyed(mem.file("memory.stat")); err == nil {
 		s.anon = st[mem.anonKey()]
+		s.anonShmem = s.anon + st[mem.shmemKey()]
 	}
 	if mem.v2 {
 		s.current, _ = readInt(mem.file("memory.current"))
@@ -452,6 +455,7 @@ func (g *Group) sample() {
 	defer g.smu.Unlock()
 	g.samples.n++
 	g.samples.anon = max(g.samples.anon, s.anon)
+	g.samples.anonShmem = max(g.samples.anonShmem, s.anonShmem)
 	g.samples.current = max(g.samples.current, s.current)
 	if s.rss > g.samples.rss {
 		g.samples.rss, g.samples.rssPid = s.rss, s.rssPid

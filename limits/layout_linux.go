@@ -60,6 +60,15 @@ func (h *hier) anonKey() string {
 	return "total_rss"
 }
 
+// shmemKey is the memory.stat key of the group's shared memory (tmpfs,
+// memfd, shared anonymous mappings).
+func (h *hier) shmemKey() string {
+	if h.v2 {
+		return "shmem"
+	}
+	return "total_shmem"
+}
+
 // ownPath is a process's path in this hierarchy, per /proc/<pid>/cgroup.
 func (h *hier) ownPath(own ownCgroups) string {
 	if h.v2 {

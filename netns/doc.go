@@ -58,6 +58,20 @@
 // that maps each host name to its address; a gateway whose host is an IP
 // literal is reached at GatewayAddr instead.
 //
+// A gateway takes at most MaxGatewayConns connections open at once, and
+// dials at most MaxGatewayDials of them to the endpoint at a time; a
+// connection past the bound is closed at once and counted as Refused.
+// A failed dial to the endpoint while the namespace is open is counted in
+// DialErrors, with the last error in LastDialError (a dial cut short by
+// Close is not). The bounds are there so that the agent cannot make
+// dials fail by the number of connections it opens: a dial error is the
+// endpoint's failure, never the agent's, and its caller may say so.
+//
+// Probe dials each gateway's endpoint once from the host's namespace, with
+// a timeout: called before an attempt starts, it finds a dead endpoint
+// (an error wrapping ErrUpstream naming the gateway, its endpoint and the
+// dial error) before the agent can waste its time on it.
+//
 // # Lifetime and threads
 //
 // New makes the namespace with unshare(CLONE_NEWNET) on a locked OS

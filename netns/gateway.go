@@ -3,6 +3,7 @@ package netns
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -15,6 +16,42 @@ import (
 // gatewayDialTimeout bounds the dial of a gateway's real endpoint.
 const gatewayDialTimeout = 30 * time.Second
 
+// Bounds on what one gateway takes from the namespace, so that an agent
+// cannot make the upstream fail by the number of connections it opens: a
+// connection beyond MaxGatewayConns open at once is closed at once and
+// counted as refused, and at most MaxGatewayDials dials to the upstream
+// are in progress at once (the others wait their turn).
+const (
+	MaxGatewayConns = 64
+	MaxGatewayDials = 4
+)
+
+// ErrUpstream: a gateway's real endpoint could not be reached. It is the
+// harness's failure, never the agent's.
+var ErrUpstream = errors.New("gateway upstream unreachable")
+
+// Probe dials each gateway's real endpoint from the calling goroutine's
+// network namespace (the host's), each within timeout, and closes the
+// connection at once. The first that fails gives an error wrapping
+// ErrUpstream that names the gateway, its endpoint and the dial error.
+func Probe(ctx context.Context, gws []Gateway, timeout time.Duration) error {
+	for _, g := range gws {
+		addr := net.JoinHostPort(g.Host, strconv.Itoa(g.Port))
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		var d net.Dialer
+		c, err := d.DialContext(dctx, "tcp", addr)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("%w: gateway %s: unable to reach %s: %v", ErrUpstream, g.Name, addr, err)
+		}
+		c.Close()
+	}
+	return nil
+}
+
 // gatewayProxy listens inside the namespace for one gateway and copies
 // bytes, untouched, between each connection and the real endpoint, which
 // it dials from the host's network namespace.
@@ -25,15 +62,19 @@ type gatewayProxy struct {
 	ctx    context.Context
 	log    *slog.Logger
 	wg     sync.WaitGroup
+	dials  chan struct{} // a slot per dial in progress, MaxGatewayDials
 
-	conns, dialErrors, bytesIn, bytesOut atomic.Int64
+	conns, refused, dialErrors, bytesIn, bytesOut atomic.Int64
 
-	mu   sync.Mutex
-	open map[net.Conn]struct{}
+	mu          sync.Mutex
+	open        map[net.Conn]struct{} // both ends of every connection
+	clients     int                   // connections accepted and not yet ended
+	lastDialErr string
 }
 
 func (p *gatewayProxy) serve() {
 	p.open = map[net.Conn]struct{}{}
+	p.dials = make(chan struct{}, MaxGatewayDials)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -46,15 +87,37 @@ func (p *gatewayProxy) serve() {
 				time.Sleep(10 * time.Millisecond) // e.g. EMFILE: do not spin
 				continue
 			}
-			p.conns.Add(1)
-			if !p.track(c) {
+			ok, closed := p.admit(c)
+			if closed {
 				c.Close()
 				return
 			}
+			if !ok {
+				p.refused.Add(1)
+				c.Close()
+				continue
+			}
+			p.conns.Add(1)
 			p.wg.Add(1)
 			go p.handle(c)
 		}
 	}()
+}
+
+// admit registers the accepted connection c if fewer than
+// MaxGatewayConns are open; closed is true once the proxy is closed.
+func (p *gatewayProxy) admit(c net.Conn) (ok, closed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.open == nil {
+		return false, true
+	}
+	if p.clients >= MaxGatewayConns {
+		return false, false
+	}
+	p.clients++
+	p.open[c] = struct{}{}
+	return true, false
 }
 
 // track registers c so close can end it; false once the proxy is closed.
@@ -75,16 +138,48 @@ func (p *gatewayProxy) untrack(c net.Conn) {
 	c.Close()
 }
 
-func (p *gatewayProxy) handle(c net.Conn) {
-	defer p.wg.Done()
-	defer p.untrack(c)
+// release ends the accepted connection c and frees its place.
+func (p *gatewayProxy) release(c net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.open, c)
+	p.clients--
+	c.Close()
+}
+
+// dial dials the real endpoint, at most MaxGatewayDials at once. A dial
+// that fails while the proxy is still open is a dial error; one cut short
+// by Close is not.
+func (p *gatewayProxy) dial() (net.Conn, bool) {
+	select {
+	case p.dials <- struct{}{}:
+	case <-p.ctx.Done():
+		return nil, false
+	}
+	defer func() { <-p.dials }()
 	ctx, cancel := context.WithTimeout(p.ctx, gatewayDialTimeout)
+	defer cancel()
 	d := net.Dialer{KeepAlive: 30 * time.Second}
 	up, err := d.DialContext(ctx, "tcp", net.JoinHostPort(p.gw.Host, strconv.Itoa(p.gw.Port)))
-	cancel()
 	if err != nil {
+		if p.ctx.Err() != nil {
+			return nil, false
+		}
 		p.dialErrors.Add(1)
+		p.mu.Lock()
+		p.lastDialErr = err.Error()
+		p.mu.Unlock()
 		p.log.Warn("gateway dial failed", "gateway", p.gw.Name, "err", err)
+		return nil, false
+	}
+	return up, true
+}
+
+func (p *gatewayProxy) handle(c net.Conn) {
+	defer p.wg.Done()
+	defer p.release(c)
+	up, ok := p.dial()
+	if !ok {
 		return
 	}
 	if !p.track(up) {
@@ -138,9 +233,13 @@ func (p *gatewayProxy) close() {
 }
 
 func (p *gatewayProxy) use() GatewayUse {
+	p.mu.Lock()
+	last := p.lastDialErr
+	p.mu.Unlock()
 	return GatewayUse{
 		Name: p.gw.Name, Host: p.gw.Host, Port: p.gw.Port, Listen: p.listen,
-		Conns: p.conns.Load(), DialErrors: p.dialErrors.Load(),
+		Conns: p.conns.Load(), Refused: p.refused.Load(),
+		DialErrors: p.dialErrors.Load(), LastDialError: last,
 		BytesIn: p.bytesIn.Load(), BytesOut: p.bytesOut.Load(),
 	}
 }

@@ -184,12 +184,19 @@ type Query struct {
 
 // GatewayUse is the traffic through one gateway.
 type GatewayUse struct {
-	Name       string         `json:"name"`
-	Host       string         `json:"host"`
-	Port       int            `json:"port"`
-	Listen     netip.AddrPort `json:"listen"` // its address inside the namespace
-	Conns      int64          `json:"conns"`
-	DialErrors int64          `json:"dial_errors,omitempty"`
-	BytesIn    int64          `json:"bytes_in"`  // from the endpoint to the namespace
-	BytesOut   int64          `json:"bytes_out"` // from the namespace to the endpoint
+	Name   string         `json:"name"`
+	Host   string         `json:"host"`
+	Port   int            `json:"port"`
+	Listen netip.AddrPort `json:"listen"` // its address inside the namespace
+	// Conns counts the connections served (each dialed to the endpoint).
+	Conns int64 `json:"conns"`
+	// Refused counts connections closed at once because MaxGatewayConns
+	// were open: the agent's doing, never an upstream failure.
+	Refused int64 `json:"refused,omitempty"`
+	// DialErrors counts failed dials to the endpoint while the namespace
+	// was open, LastDialError says how the last one failed.
+	DialErrors    int64  `json:"dial_errors,omitempty"`
+	LastDialError string `json:"last_dial_error,omitempty"`
+	BytesIn       int64  `json:"bytes_in"`  // from the endpoint to the namespace
+	BytesOut      int64  `json:"bytes_out"` // from the namespace to the endpoint
 }

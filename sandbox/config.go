@@ -17,7 +17,8 @@ var (
 	// masked path.
 	ErrInvalid = errors.New("invalid sandbox config")
 	// ErrSetup means the sandbox could not be built: a mount, the
-	// privilege drop or the agent's execve failed. It is an
+	// privilege drop, the system call filter or the agent's execve
+	// failed. It is an
 	// infrastructure error, never the agent's fault.
 	ErrSetup = errors.New("sandbox set-up failed")
 	// ErrUnsupported is returned on systems without Linux namespaces.
@@ -30,6 +31,10 @@ const DefaultOutputCap = 8 << 20
 // DefaultHome is the agent's $HOME inside the sandbox when Config.Home is
 // empty.
 const DefaultHome = "/home/agent"
+
+// DefaultTmpfsMax is the size cap of each of the sandbox's private
+// tmpfs mounts (/tmp, $HOME, /dev/shm) when Config.TmpfsMax is 0.
+const DefaultTmpfsMax = 1 << 30
 
 // WorkspacePath is where Config.Workspace appears inside the sandbox.
 const WorkspacePath = "/workspace"
@@ -69,10 +74,16 @@ type Config struct {
 	// no workspace.
 	Workspace string
 	// Home is the agent's $HOME, a private tmpfs owned by UID; default
-	// DefaultHome. The host's copy of its top-level directory (/home for
-	// the default) is not visible in the sandbox, so that directory must
-	// be /home, /root, /tmp, /run or one the host does not have.
+	// DefaultHome. It may not lie in /proc, /dev, /etc, /workspace or an
+	// allow-listed host tree (/usr, /bin, /lib*, /sbin); its parents are
+	// directories of the sandbox's root, nothing of the host's.
 	Home string
+	// TmpfsMax caps the size in bytes of each of the private tmpfs
+	// mounts the agent may write, /tmp, $HOME and /dev/shm (the tmpfs
+	// size= option): past it a write fails with ENOSPC. Their pages are
+	// charged to the writer's memory cgroup as well, and freed with the
+	// sandbox's mount namespace. 0 means DefaultTmpfsMax.
+	TmpfsMax int64
 	// Hostname is the sandbox's host name; default "sandbox".
 	Hostname string
 	// Mask lists host paths the agent must not read by any path:
@@ -81,7 +92,9 @@ type Config struct {
 	// tmpfs, a file by an empty read-only file, wherever the mount tree
 	// of the sandbox shows its content (see the package doc).
 	Mask []string
-	// Binds are extra host paths made visible in the sandbox.
+	// Binds are extra host paths made visible in the sandbox, beyond the
+	// allow-listed root (see the package doc): what a task or an agent
+	// preset needs. Result.Binds reports them as made.
 	Binds []Bind
 	// Files are written into the sandbox, read-only.
 	Files []File
@@ -160,4 +173,8 @@ type Result struct {
 	// It is a true peak, however short the process lived; 0 when the
 	// init was killed before it could report (deadline, cancellation).
 	MaxRSS int64
+	// Binds are Config.Binds as they were made, sources resolved (the
+	// host paths the agent was shown besides the allow-listed root), for
+	// the caller's record.
+	Binds []Bind
 }

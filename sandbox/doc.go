@@ -18,6 +18,7 @@
 //		UID: 65534, GID: 65534,
 //		Workspace: view,                       // the fsmon FUSE mount
 //		Mask:      []string{stateDir, taskStore, runDir},
+//		Binds:     []sandbox.Bind{{Source: "/opt/tool", Target: "/opt/tool"}},
 //		Files: []sandbox.File{{Path: "/etc/hosts", Data: n.Hosts()},
 //			{Path: "/etc/resolv.conf", Data: n.ResolvConf()}},
 //		Join: g.Add, Kill: g.Kill, NetnsPath: n.Path(),
@@ -89,59 +90,98 @@
 // # File system view
 //
 // The new root is a small tmpfs, made read-only before the agent starts.
-// Every entry of the host's / is placed in it: directories and files as
-// recursive bind mounts (all sub-mounts included) that are read-only,
-// nosuid and nodev on every mount (mount_setattr with AT_RECURSIVE),
-// symbolic links as the same links. Except:
+// It holds an allow-list, never the host's / with holes in it: a
+// hostile agent finds nothing it was not given, however it searches (a
+// copy of the task bundles under /var/tmp, a checkout's .git, other
+// users' files, logs). Nothing else of the host's / is there: no /home,
+// /root, /srv, /opt, /var, /mnt, /media, /sys.
 //
+//   - /usr, /bin, /sbin, /lib, /lib32, /lib64, /libx32, as the host has
+//     them: a symbolic link as the same link (merged-/usr hosts), a
+//     directory as a recursive bind mount (sub-mounts included) that is
+//     read-only, nosuid and nodev on every mount (mount_setattr with
+//     AT_RECURSIVE). Missing ones are left out.
+//   - /usr/local is an empty, read-only tmpfs: what was installed by hand
+//     (other toolchains, tools and their data) is not the distribution's.
+//     A Bind may name a part of it.
+//   - /etc is a directory of the root tmpfs with, file by file: passwd
+//     and group generated (root, the agent as "agent" with Config.UID,
+//     Config.GID and $HOME, nobody and nogroup), hostname, hosts (the
+//     host name on 127.0.1.1), an empty resolv.conf and an
+//     nsswitch.conf of files and dns, unless Config.Files gives the path;
+//     and, bound read-only from the host the same way when it has them:
+//     ld.so.cache, ld.so.conf, ld.so.conf.d, host.conf, gai.conf,
+//     protocols, services, networks, mime.types, ssl/certs,
+//     ssl/openssl.cnf, localtime, timezone, alternatives, os-release,
+//     debian_version, mtab, python3 and python3.* (Debian's python reads
+//     sitecustomize.py there). That is what python3, node, git and the
+//     agent CLIs read (found with strace and the agents' end-to-end
+//     tests); the host's shadow files, accounts, logs and configuration
+//     are not there.
 //   - /proc is a new procfs of the sandbox's pid namespace: it shows the
 //     sandbox's processes only, so no host pid is visible, and no
 //     /proc/PID/root or /proc/PID/cwd of a host process leads to the
-//     host's unmasked tree. Any procfs the bound host tree carries
-//     elsewhere is detached.
+//     host's tree. Any procfs a bound host tree carries is detached.
 //   - /dev is a read-only tmpfs with null, zero, full, random, urandom and
 //     tty bound from the host, the fd, stdin, stdout, stderr and ptmx
 //     links, a private devpts and a private /dev/shm.
-//   - /tmp is a private tmpfs (mode 1777).
-//   - /run is a private tmpfs (mode 0755, root's). The host's /run holds
-//     its daemons' unix sockets (connect works through a read-only
-//     mount), its network namespaces and benchd's FUSE views; none of it
-//     is shown.
+//   - /tmp is a private tmpfs (mode 1777); /run a private tmpfs (mode
+//     0755, root's), empty.
 //   - $HOME (Config.Home, default /home/agent) is a private tmpfs owned by
-//     the agent, mode 0700. The host's copy of its top-level directory
-//     (/home for the default) is not shown at all.
+//     the agent, mode 0700; its parents are directories of the root tmpfs.
+//   - /tmp, $HOME and /dev/shm, the tmpfs mounts the agent can write, are
+//     each capped at Config.TmpfsMax bytes (default DefaultTmpfsMax,
+//     1 GiB; the size= option): a write past it fails with ENOSPC. Their
+//     pages are memory, charged to the writer's memory cgroup (so the
+//     cgroup's limit bounds their sum too), and freed when the sandbox's
+//     mount namespace ends with its last process.
 //   - /workspace is Config.Workspace, bound read-write, nosuid and nodev.
 //     Ownership is the caller's affair: the files should belong to the
 //     agent's uid.
 //   - Config.Binds are bound at their targets (read-only unless Writable;
-//     always nosuid, nodev), Config.Files are written to a staging tmpfs
-//     and bound read-only over their paths (following a symbolic link
-//     there, inside the new root). A target that does not exist is made
-//     when its parent is writable during set-up (the root tmpfs, /tmp,
-//     $HOME, a writable bind); inside a read-only host tree it fails
-//     with ErrSetup.
+//     always nosuid, nodev): what a task ([environment] binds) or an
+//     agent preset (its install tree) needs beyond the allow-list; the
+//     Result lists them. Config.Files are written to a staging tmpfs and
+//     bound read-only over their paths (following a symbolic link there,
+//     inside the new root). A target that does not exist is made when
+//     its parent is writable during set-up (the root tmpfs, /etc,
+//     /usr/local, /tmp, $HOME, a writable bind); inside a read-only host
+//     tree (/usr) it fails with ErrSetup.
 //
 // Every target path is resolved inside the new root (openat2 with
 // RESOLVE_IN_ROOT), so a symbolic link in the workspace cannot send a
 // mount outside it. The mount namespace is private: nothing propagates to
 // or from the host, and everything vanishes with the namespace.
 //
+// The sandbox's /proc/self/mountinfo lists its own mounts only: for each,
+// the path inside the sandbox and, as the root field, the path of the
+// shown directory inside its file system. For the allow-listed trees
+// that is the host's path (/usr, /etc/ssl/certs), which says nothing
+// the agent cannot see. For the workspace and the binds it is the
+// source's path within its file system, unless the source is a file
+// system's root: benchd's workspace is its FUSE view, whose root field
+// is "/" and whose source is "benchd", so no path of benchd's state
+// directory shows. A Workspace that is a plain directory (tests) shows
+// its path there.
+//
 // # What is masked, and how
 //
-// Config.Mask lists host paths the agent must not read by any path:
-// benchd's state directory, its run directory (sockets, FUSE views of
-// other attempts), the task store, hidden tests, goldens, and any file
-// that holds them. A directory is covered by an empty, read-only tmpfs
-// (mode 0555); anything else by an empty, read-only regular file.
+// With the allow-list, masked content can only show through a Bind (or
+// the Workspace) of a directory that holds it. Config.Mask lists host
+// paths the agent must not read by any path all the same: benchd's state
+// directory, its run directory (sockets, FUSE views of other attempts),
+// the task store, hidden tests, goldens, and any file that holds them. A
+// directory is covered by an empty, read-only tmpfs (mode 0555);
+// anything else by an empty, read-only regular file.
 //
 // A path is only a name. The mask is applied to the content: Start
 // resolves each masked path (symbolic links included) to its identity,
 // the filesystem (major:minor) and the directory of that filesystem it
 // names, from the host's mountinfo. The init, once the view is built,
 // reads its own mountinfo and covers every place of the view where that
-// content shows: under the host's path, under any other host mount of the
-// same filesystem directory (a bind mount of the state directory
-// elsewhere), under a Bind of a parent directory; a mount that shows only
+// content shows: under a Bind of a parent directory, under any other
+// host mount of the same filesystem directory that a Bind carries (a
+// bind mount of the state directory elsewhere); a mount that shows only
 // a part of masked content is covered whole. A Workspace or Bind source
 // that lies inside masked content is refused (ErrInvalid) rather than
 // silently emptied. A masked path must exist (ErrInvalid otherwise: a
@@ -149,12 +189,9 @@
 // single name (a hard link elsewhere would show it).
 //
 // Masking is done with mounts the agent cannot undo (it has no
-// capabilities) and is complete for what the kernel's mount tree shows.
-// It does not follow content that is copied, or hard links inside a
-// masked directory that lead out of it, and a file created later under
-// an unmasked directory is visible: keep secrets in masked directories.
-// Paths (not contents) of mount points stay visible in
-// /proc/self/mountinfo.
+// capabilities, and the filter refuses mount calls) and is complete for
+// what the kernel's mount tree shows. It does not follow content that is
+// copied, or hard links inside a masked directory that lead out of it.
 //
 // # Identity
 //
@@ -165,13 +202,81 @@
 // setresgid(gid, gid, gid); setresuid(uid, uid, uid), which clears the
 // permitted and effective sets; the ambient set cleared; capset with
 // empty sets (the inheritable set); a new anonymous session keyring, so
-// that benchd's keys are not the agent's. The gid goes before the uid because
+// that benchd's keys are not the agent's (the filter below then refuses
+// keyctl whole); the system call filter. The gid goes before the uid because
 // changing groups needs the privilege the uid change takes away. These
 // are raw per-thread system calls (Go's syscall.Setresuid changes every
 // thread); the agent is forked from that thread, so it inherits exactly
 // its credentials, and the thread is parked for good afterwards. With
 // no_new_privs and nosuid everywhere, a setuid or file-capability binary
 // gives nothing, even one the agent finds or makes in its workspace.
+//
+// # System call filter
+//
+// The agent runs under a seccomp filter, installed last on the thread
+// that starts it, after no_new_privs and the privilege drop, right
+// before its execve: every process of the agent's tree inherits it and
+// none can remove it. The init's other threads are not filtered. The
+// filter is a classic BPF program assembled here (about 80 instructions;
+// golang.org/x/sys/unix's SockFilter and the seccomp system call, no
+// library: the program is short enough to read whole, and the sandbox
+// takes no dependency for it). It checks the architecture first: a call
+// through another ABI than x86_64's (int 0x80, i386) or with the x32 bit
+// set answers EPERM. Then:
+//
+//   - clone with any namespace flag (CLONE_NEWUSER above all, which an
+//     unprivileged process may otherwise use to get every capability in
+//     a namespace of its own), unshare with any, and setns: EPERM.
+//     clone3 answers ENOSYS: its flags are in memory, which a filter
+//     cannot read, and on ENOSYS glibc, musl and Go fall back to clone,
+//     whose flags it can (container runtimes do the same).
+//   - personality: only the default, PER_LINUX32, UNAME26 with either,
+//     and the query 0xffffffff, as in Docker's profile; anything else
+//     (ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC) is EPERM.
+//   - EPERM whatever the arguments: the mount API (mount, umount2,
+//     pivot_root, chroot, open_tree, move_mount, fsopen, fsconfig,
+//     fsmount, fspick, mount_setattr), the keyring (keyctl, add_key,
+//     request_key), bpf, perf_event_open, userfaultfd, io_uring_setup,
+//     io_uring_enter, io_uring_register, kexec_load, kexec_file_load,
+//     init_module, finit_module, delete_module and the obsolete module
+//     calls, open_by_handle_at and name_to_handle_at, swapon, swapoff,
+//     reboot, settimeofday, clock_settime, clock_adjtime, adjtimex,
+//     sethostname, setdomainname, acct, quotactl, quotactl_fd, syslog,
+//     vhangup, fanotify_init, iopl, ioperm, kcmp, pidfd_getfd,
+//     lookup_dcookie, nfsservctl, uselib, ustat, sysfs, _sysctl. (vm86,
+//     vm86old, stime and umount exist only on i386, which the
+//     architecture check refuses whole.)
+//   - Everything else is allowed.
+//
+// Docker's default profile is the anchor, nsjail's seccomp policies the
+// second: the refused calls are those Docker refuses to a container
+// without capabilities (the agent has none), plus io_uring (refused by
+// Docker since 25.0) and the new mount API. Where this differs:
+//
+//   - Docker's profile is an allow-list (an unknown call is refused);
+//     this filter is a deny-list over the calls an unprivileged process
+//     could use to widen its reach or the kernel's attack surface, and
+//     allows the rest, so that a new call an agent's runtime starts to
+//     use does not break it. The deny-by-default boundary is the rest of
+//     the sandbox: no capabilities, no_new_privs, the allow-listed root,
+//     the pid, mount, IPC, UTS and network namespaces.
+//   - Docker refuses unshare whole; here only its namespace flags are
+//     (unshare(CLONE_FS), CLONE_FILES stay possible).
+//   - ptrace and process_vm_readv/writev are allowed, as Docker allows
+//     them on kernels from 4.8 (where seccomp is checked again after a
+//     tracer changes a call). The pid namespace holds only the agent's
+//     own processes and its init, which is not dumpable and so cannot
+//     be traced: the agent can trace its own descendants and nothing
+//     else. kcmp and pidfd_getfd, which Docker grants only with
+//     CAP_SYS_PTRACE, are refused.
+//   - Refused calls answer EPERM (Docker's errno too); nsjail's
+//     examples kill the process instead, which an agent would report as a
+//     crash rather than an error it can act on.
+//
+// A grader's commands run through the same sandbox and get the same
+// filter. On other architectures than amd64 Start fails with ErrSetup:
+// the filter is written for x86_64 only, and an agent never runs
+// without it.
 //
 // # Deadline, kill and OOM
 //

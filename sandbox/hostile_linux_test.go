@@ -358,3 +358,77 @@ func TestSharedOutputFile(t *testing.T) {
 		t.Errorf("got lines %q, want %q", got, want)
 	}
 }
+
+// fillTmpfs writes 1 MiB blocks into each path of argv[2:] until the
+// file reaches argv[1] bytes or a write fails, keeps the files, and prints
+// what it wrote and the errno it stopped on (0: it wrote it all).
+const fillTmpfs = `
+import errno, json, os, sys
+want = int(sys.argv[2])
+block = b"x" * (1 << 20)
+out = {}
+for p in sys.argv[3:]:
+    n, code = 0, 0
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        while n < want:
+            n += os.write(fd, block)
+    except OSError as e:
+        code = e.errno
+    os.close(fd)
+    out[p] = {"written": n, "errno": code}
+print(json.dumps(out))
+`
+
+// TestTmpfsCaps: writes into the private /tmp, $HOME and /dev/shm stop at
+// TmpfsMax with ENOSPC, and the memory they held is gone with the
+// sandbox.
+func TestTmpfsCaps(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		max   int64 // Config.TmpfsMax; 0 is the default
+		cap   int64 // what each write must stop at
+		write int64 // what the program tries to write into each
+		paths []string
+	}{
+		{"default /tmp", 0, sandbox.DefaultTmpfsMax, 2 << 30, []string{"/tmp/fill"}},
+		{"every mount", 64 << 20, 64 << 20, 256 << 20, []string{"/tmp/fill", "/home/agent/fill", "/dev/shm/fill"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, testenv.Cgroups, testenv.Python)
+			cfg := r.config(append([]string{python, "-c", fillTmpfs, r.marker, strconv.FormatInt(tc.write, 10)}, tc.paths...)...)
+			cfg.TmpfsMax = tc.max
+			cfg.Timeout = 5 * time.Minute
+			// Room for every write in full, so that only the caps can stop
+			// them (tmpfs pages are charged to the writer's group).
+			g := group(t, &cfg, limits.Config{MemoryMax: int64(len(tc.paths))*tc.write + 512<<20, PidsMax: 64})
+			res, stdout, stderr := r.run(cfg)
+			if res.ExitCode != 0 || res.OOM {
+				t.Fatalf("got %+v, want exit 0 and no OOM; stderr:\n%s", res, stderr)
+			}
+			var got map[string]struct{ Written, Errno int64 }
+			decode(t, stdout, stderr, &got)
+			for _, p := range tc.paths {
+				w := got[p]
+				if w.Errno != int64(unix.ENOSPC) {
+					t.Errorf("%s: got errno %d after %d bytes, want ENOSPC (%d)", p, w.Errno, w.Written, unix.ENOSPC)
+				}
+				if w.Written > tc.cap || w.Written < tc.cap-(4<<20) {
+					t.Errorf("%s: got %d bytes written, want the cap %d (less a few pages)", p, w.Written, tc.cap)
+				}
+			}
+			// The files lived in the sandbox's mount namespace only: with
+			// it gone, the group holds none of their pages.
+			u, err := g.Usage()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.CurrentBytes > 64<<20 {
+				t.Errorf("got %d bytes still charged to the group after the sandbox ended, want the files' pages freed", u.CurrentBytes)
+			}
+			if u.PeakBytes < int64(len(tc.paths))*(tc.cap-(4<<20)) {
+				t.Errorf("got a peak of %d bytes, want the files' pages charged while they lived (%d)", u.PeakBytes, int64(len(tc.paths))*tc.cap)
+			}
+		})
+	}
+}

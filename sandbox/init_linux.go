@@ -194,6 +194,12 @@ func startAgent(wc *wireConfig) (int, error) {
 			ch <- started{err: err}
 			return
 		}
+		// Last, after no_new_privs: from here on this thread, and the
+		// agent forked from it, make only the calls the filter allows.
+		if err := installFilter(); err != nil {
+			ch <- started{err: err}
+			return
+		}
 		pid, err := syscall.ForkExec(path, wc.Args, &syscall.ProcAttr{
 			Dir:   wc.Dir,
 			Env:   wc.Env,

@@ -46,41 +46,34 @@ func buildRoot(wc *wireConfig) (err error) {
 	}
 
 	// Clone every source first: once the new root is mounted on base,
-	// a source below base would be hidden.
-	type hostEntry struct {
-		name string
-		tree int    // a detached copy of the mount tree, or -1
-		link string // for a symbolic link
-		dir  bool
-	}
-	skip := map[string]bool{"proc": true, "dev": true, "tmp": true, "run": true,
-		topName(wc.Home): true, topName(WorkspacePath): true}
-	ents, err := os.ReadDir("/")
-	if err != nil {
-		return fmt.Errorf("list host root: %w", err)
-	}
+	// a source below base would be hidden. Only the allow-listed
+	// entries of the host's / and /etc are looked at.
 	roAttrs := uint64(unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
 	var host []hostEntry
-	for _, e := range ents {
-		name := e.Name()
-		if skip[name] {
-			continue
+	for _, name := range hostRoot {
+		e, ok, err := hostItem("/"+name, roAttrs)
+		if err != nil {
+			return err
 		}
-		switch t := e.Type(); {
-		case t&os.ModeSymlink != 0:
-			l, err := os.Readlink("/" + name)
-			if err != nil {
-				return fmt.Errorf("read host link /%s: %w", name, err)
-			}
-			host = append(host, hostEntry{name: name, tree: -1, link: l})
-		case t.IsDir() || t.IsRegular():
-			tree, err := cloneTree("/"+name, t.IsDir(), roAttrs)
-			if err != nil {
-				return err
-			}
-			host = append(host, hostEntry{name: name, tree: keep(tree), dir: t.IsDir()})
+		if ok {
+			host = append(host, keepEntry(e, keep))
 		}
 	}
+	etcNames, err := etcEntries()
+	if err != nil {
+		return err
+	}
+	for _, name := range etcNames {
+		e, ok, err := hostItem("/etc/"+name, roAttrs)
+		if err != nil {
+			return err
+		}
+		if ok {
+			host = append(host, keepEntry(e, keep))
+		}
+	}
+	_, err = os.Stat("/usr/local")
+	hideLocal := err == nil
 	wsTree := -1
 	if wc.Workspace != "" {
 		t, err := cloneTree(wc.Workspace, true, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
@@ -119,12 +112,29 @@ func buildRoot(wc *wireConfig) (err error) {
 	keep(root)
 	for _, h := range host {
 		if h.tree < 0 {
-			if err := unix.Symlinkat(h.link, root, h.name); err != nil {
-				return fmt.Errorf("link /%s: %w", h.name, err)
+			fd, err := mountPoint(root, path.Dir(h.path), true)
+			if err != nil {
+				return fmt.Errorf("make %s: %w", path.Dir(h.path), err)
+			}
+			err = unix.Symlinkat(h.link, fd, path.Base(h.path))
+			unix.Close(fd)
+			if err != nil {
+				return fmt.Errorf("link %s: %w", h.path, err)
 			}
 			continue
 		}
-		if err := attach(h.tree, root, "/"+h.name, h.dir, false); err != nil {
+		if err := attach(h.tree, root, h.path, h.dir, true); err != nil {
+			return err
+		}
+	}
+	if err := writeEtc(root, wc); err != nil {
+		return err
+	}
+	// /usr/local holds what was installed by hand, outside the
+	// distribution (other toolchains, tools with their own data): empty
+	// unless a Bind names a part of it.
+	if hideLocal {
+		if err := mountFS(root, "/usr/local", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
 			return err
 		}
 	}
@@ -133,10 +143,10 @@ func buildRoot(wc *wireConfig) (err error) {
 	if err := mountFS(root, "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return err
 	}
-	if err := buildDev(root); err != nil {
+	if err := buildDev(root, wc.TmpfsMax); err != nil {
 		return err
 	}
-	if err := mountFS(root, "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+	if err := mountFS(root, "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", wc.TmpfsMax)); err != nil {
 		return err
 	}
 	// The host's /run holds its daemons' sockets (a read-only mount does
@@ -145,7 +155,7 @@ func buildRoot(wc *wireConfig) (err error) {
 		return err
 	}
 	if err := mountFS(root, wc.Home, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
-		fmt.Sprintf("mode=0700,uid=%d,gid=%d", wc.UID, wc.GID)); err != nil {
+		fmt.Sprintf("mode=0700,uid=%d,gid=%d,size=%d", wc.UID, wc.GID, wc.TmpfsMax)); err != nil {
 		return err
 	}
 	if wsTree >= 0 {
@@ -216,7 +226,11 @@ func buildRoot(wc *wireConfig) (err error) {
 	if err := unix.Chdir("/"); err != nil {
 		return fmt.Errorf("enter new root: %w", err)
 	}
-	for _, p := range []string{"/", "/dev"} {
+	ro := []string{"/", "/dev"}
+	if hideLocal {
+		ro = append(ro, "/usr/local")
+	}
+	for _, p := range ro {
 		if err := unix.MountSetattr(unix.AT_FDCWD, p, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
 			return fmt.Errorf("make %s read-only: %w", p, err)
 		}
@@ -294,8 +308,8 @@ func maskAt(root, stage int, p string) error {
 }
 
 // buildDev makes a minimal /dev: a few host devices, the usual links, a
-// private devpts and /dev/shm.
-func buildDev(root int) error {
+// private devpts and /dev/shm of at most shmMax bytes.
+func buildDev(root int, shmMax int64) error {
 	if err := mountFS(root, "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755"); err != nil {
 		return err
 	}
@@ -320,7 +334,7 @@ func buildDev(root int) error {
 	if err := mountFS(root, "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
 		return err
 	}
-	return mountFS(root, "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777")
+	return mountFS(root, "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", shmMax))
 }
 
 // cloneTree makes a detached copy of the mount tree at the host path p
@@ -450,12 +464,3 @@ func writeAt(dirfd int, name string, data []byte, mode uint32) error {
 }
 
 func procFD(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
-
-// topName is the first component of an absolute path.
-func topName(p string) string {
-	p = strings.TrimPrefix(p, "/")
-	if i := strings.IndexByte(p, '/'); i >= 0 {
-		return p[:i]
-	}
-	return p
-}

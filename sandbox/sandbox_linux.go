@@ -21,6 +21,7 @@ import (
 // Sandbox is a started process tree. Wait must be called once.
 type Sandbox struct {
 	cfg     Config
+	binds   []Bind // as made: sources resolved
 	log     *slog.Logger
 	proc    *os.Process
 	started time.Time // when the agent started
@@ -164,6 +165,7 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, retErr error) {
 
 	s := &Sandbox{
 		cfg:        cfg,
+		binds:      wc.Binds,
 		log:        log.With("component", "sandbox", "pid", proc.Pid),
 		proc:       proc,
 		exited:     make(chan struct{}),
@@ -286,6 +288,7 @@ func (s *Sandbox) Wait(ctx context.Context) (Result, error) {
 		DeadlineHit: killed,
 		Stdout:      s.stdout,
 		Stderr:      s.stderr,
+		Binds:       s.binds,
 	}
 	s.mu.Lock()
 	final := s.final
@@ -401,6 +404,7 @@ func prepare(cfg Config) (wireConfig, error) {
 		GID:      cfg.GID,
 		Hostname: cfg.Hostname,
 		Home:     cfg.Home,
+		TmpfsMax: cfg.TmpfsMax,
 		Dir:      cfg.Dir,
 		NewNet:   cfg.NetnsPath == "" && cfg.NetnsFD <= 0,
 	}
@@ -410,25 +414,25 @@ func prepare(cfg Config) (wireConfig, error) {
 	if len(wc.Hostname) > 64 {
 		return invalid("hostname %q is longer than 64 bytes", wc.Hostname)
 	}
+	switch {
+	case wc.TmpfsMax < 0:
+		return invalid("tmpfs cap %d is negative", wc.TmpfsMax)
+	case wc.TmpfsMax == 0:
+		wc.TmpfsMax = DefaultTmpfsMax
+	}
 	if wc.Home == "" {
 		wc.Home = DefaultHome
 	}
 	if !insidePath(wc.Home) {
 		return invalid("home %q must be an absolute, clean path below /", wc.Home)
 	}
-	for _, reserved := range []string{"/proc", "/dev", WorkspacePath} {
-		if within(wc.Home, reserved) {
-			return invalid("home %q lies in %s", wc.Home, reserved)
-		}
+	reserved := []string{"/proc", "/dev", "/etc", WorkspacePath}
+	for _, name := range hostRoot {
+		reserved = append(reserved, "/"+name)
 	}
-	// The host's copy of $HOME's top-level directory is not shown: that
-	// may only be /home, /root, a directory the sandbox makes anyway, or
-	// one the host does not have.
-	switch top := "/" + topName(wc.Home); top {
-	case "/home", "/root", "/tmp", "/run":
-	default:
-		if _, err := os.Lstat(top); err == nil {
-			return invalid("home %q would hide the host's %s", wc.Home, top)
+	for _, r := range reserved {
+		if within(wc.Home, r) {
+			return invalid("home %q lies in %s", wc.Home, r)
 		}
 	}
 	if wc.Dir == "" {

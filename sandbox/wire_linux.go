@@ -18,6 +18,7 @@ type wireConfig struct {
 	UID, GID  int
 	Hostname  string
 	Home      string
+	TmpfsMax  int64 // bytes, > 0
 	NewNet    bool
 	Workspace string // resolved host path, or ""
 	Binds     []Bind // sources resolved

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -52,6 +53,12 @@ var Kinds = []string{KindPytest, KindDualRun, KindWorkload, KindExact, KindRefus
 // CodePass is the Expect.Code of an attempt that must pass.
 const CodePass = "pass"
 
+// CodeReview is the Expect.Code of an attempt whose verdict must be left
+// to a person: neither a pass nor a failure (pass = false in expect.toml,
+// pass null in the verdict's JSON). It is also the reason code the
+// graders give such a verdict.
+const CodeReview = "needs_review"
+
 // Default timeouts when the manifest gives none.
 const (
 	DefaultAgentTimeout    = 600 * time.Second
@@ -92,8 +99,10 @@ type manifest struct {
 		TimeoutSec *float64 `toml:"timeout_sec"`
 	} `toml:"verifier"`
 	Environment struct {
-		MemoryMB      int  `toml:"memory_mb"`
-		AllowInternet bool `toml:"allow_internet"`
+		MemoryMB      int      `toml:"memory_mb"`
+		CPUs          any      `toml:"cpus"` // checked by cpus: a number
+		AllowInternet bool     `toml:"allow_internet"`
+		Binds         []string `toml:"binds"`
 	} `toml:"environment"`
 	Bench struct {
 		World      string         `toml:"world"`
@@ -108,6 +117,8 @@ type expectFile struct {
 	Code   string   `toml:"code"`
 	Delete []string `toml:"delete"`
 	Note   string   `toml:"note"`
+	// Confined = true: see Expect.Confined.
+	Confined bool `toml:"confined"`
 }
 
 // Load reads and validates the bundle in dir.
@@ -158,6 +169,7 @@ func load(dir string) (*Task, error) {
 		VerifierTimeout: DefaultVerifierTimeout,
 		MemoryMB:        m.Environment.MemoryMB,
 		AllowInternet:   m.Environment.AllowInternet,
+		Binds:           m.Environment.Binds,
 		World:           m.Bench.World,
 		Difficulty:      m.Bench.Difficulty,
 		Policy:          m.Bench.Policy,
@@ -182,6 +194,14 @@ func load(dir string) (*Task, error) {
 	}
 	if t.MemoryMB < 0 {
 		return nil, invalidf("[environment] memory_mb %d: must not be negative", t.MemoryMB)
+	}
+	if t.CPUs, err = cpus(m.Environment.CPUs); err != nil {
+		return nil, err
+	}
+	for _, b := range t.Binds {
+		if !filepath.IsAbs(b) || filepath.Clean(b) != b || b == "/" {
+			return nil, invalidf("[environment] binds %q: want an absolute, clean host path other than /", b)
+		}
 	}
 	for _, d := range t.Difficulty {
 		if !contains(DifficultyTags, d) {
@@ -222,6 +242,34 @@ func load(dir string) (*Task, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// The range of [environment] cpus: a quota below a hundredth of a CPU
+// (1 ms per 100 ms period) is below what the kernel accepts, and no host
+// has a thousand CPUs to give one attempt.
+const (
+	MinCPUs = 0.01
+	MaxCPUs = 1024
+)
+
+// cpus checks the value of [environment] cpus: absent (0), or a number of
+// CPUs, integer or not, from MinCPUs to MaxCPUs.
+func cpus(v any) (float64, error) {
+	var n float64
+	switch x := v.(type) {
+	case nil:
+		return 0, nil
+	case int64:
+		n = float64(x)
+	case float64:
+		n = x
+	default:
+		return 0, invalidf("[environment] cpus %#v: want a number of CPUs (1.5 is one and a half)", v)
+	}
+	if !(n >= MinCPUs && n <= MaxCPUs) { // NaN fails both
+		return 0, invalidf("[environment] cpus %v: want %v to %v CPUs", n, MinCPUs, MaxCPUs)
+	}
+	return n, nil
 }
 
 func graderSpec(raw map[string]any) (GraderSpec, error) {
@@ -318,7 +366,7 @@ func loadAttempt(dir string) (Attempt, error) {
 	if fi, err := os.Stat(files); err == nil && !fi.IsDir() {
 		return Attempt{}, invalidf("files is not a directory")
 	}
-	return Attempt{Dir: files, Delete: ef.Delete, Expect: Expect{Pass: ef.Pass, Code: ef.Code}, Note: ef.Note}, nil
+	return Attempt{Dir: files, Delete: ef.Delete, Expect: Expect{Pass: ef.Pass, Code: ef.Code, Confined: ef.Confined}, Note: ef.Note}, nil
 }
 
 // checkRel accepts a clean, relative, slash-separated path that stays
@@ -430,6 +478,31 @@ func (t *Task) SolutionDir() string { return filepath.Join(t.Dir, "solution", "f
 
 // InstructionPath is the agent-facing plan.
 func (t *Task) InstructionPath() string { return filepath.Join(t.Dir, InstructionFile) }
+
+// BundleSHA256 identifies the bundle: the SHA-256 of its manifest, the
+// canonical JSON list (path order) of every entry of its directory, with
+// each file's content hash. Attempts record it (apitype.Attempt.
+// TaskSHA256), and a regrade refuses a bundle whose hash differs.
+func (t *Task) BundleSHA256() (string, error) {
+	tree, err := journal.ScanTree(t.Dir)
+	if err != nil {
+		return "", err
+	}
+	paths := make([]string, 0, len(tree))
+	for p := range tree {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	entries := make([]journal.Entry, 0, len(paths))
+	for _, p := range paths {
+		entries = append(entries, tree[p])
+	}
+	b, err := json.Marshal(entries)
+	if err != nil {
+		return "", err
+	}
+	return journal.HashBytes(b), nil
+}
 
 // Reference returns the reference solution as an attempt named
 // "reference" that must pass.

@@ -29,6 +29,7 @@ timeout_sec = 30
 [environment]
 memory_mb = 512
 allow_internet = false
+binds = ["/usr/share/dict"]
 
 [bench]
 world = "work-files"
@@ -98,6 +99,7 @@ func TestLoadValid(t *testing.T) {
 		{"verifier timeout", task.VerifierTimeout, 30 * time.Second},
 		{"memory", task.MemoryMB, 512},
 		{"internet", task.AllowInternet, false},
+		{"binds", task.Binds, []string{"/usr/share/dict"}},
 		{"world", task.World, "work-files"},
 		{"difficulty", task.Difficulty, []string{TagInjectedFault}},
 		{"allow", task.Policy.Allow, []string{"src/counter.py"}},
@@ -121,6 +123,31 @@ func TestLoadValid(t *testing.T) {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("%s: got %#v, want %#v", c.name, c.got, c.want)
 		}
+	}
+}
+
+// TestLoadCPUs: [environment] cpus is a number of CPUs, integer or not;
+// absent, it is 0 (no quota).
+func TestLoadCPUs(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want float64
+	}{
+		{"", 0},
+		{"cpus = 2", 2},
+		{"cpus = 1.5", 1.5},
+		{"cpus = 0.25", 0.25},
+	} {
+		t.Run(tt.line, func(t *testing.T) {
+			m := strings.Replace(validManifest, "memory_mb = 512", "memory_mb = 512\n"+tt.line, 1)
+			task, err := Load(writeBundle(t, map[string]string{"task.toml": m}))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if task.CPUs != tt.want {
+				t.Errorf("got CPUs %v, want %v", task.CPUs, tt.want)
+			}
+		})
 	}
 }
 
@@ -159,6 +186,15 @@ func TestLoadInvalid(t *testing.T) {
 		{"negative timeout", repl("timeout_sec = 300", "timeout_sec = -1"), "[agent] timeout_sec -1"},
 		{"zero verifier timeout", repl("[verifier]\ntimeout_sec = 30\n", "[verifier]\ntimeout_sec = 0\n"), "[verifier] timeout_sec 0"},
 		{"negative memory", repl("memory_mb = 512", "memory_mb = -5"), "memory_mb -5"},
+		{"zero cpus", repl("memory_mb = 512", "memory_mb = 512\ncpus = 0"), "[environment] cpus 0: "},
+		{"negative cpus", repl("memory_mb = 512", "memory_mb = 512\ncpus = -2"), "[environment] cpus -2: "},
+		{"too few cpus", repl("memory_mb = 512", "memory_mb = 512\ncpus = 0.001"), "[environment] cpus 0.001: "},
+		{"too many cpus", repl("memory_mb = 512", "memory_mb = 512\ncpus = 5000"), "[environment] cpus 5000: "},
+		{"nan cpus", repl("memory_mb = 512", "memory_mb = 512\ncpus = nan"), "[environment] cpus NaN: "},
+		{"cpus a string", repl("memory_mb = 512", "memory_mb = 512\ncpus = \"two\""), `[environment] cpus "two": want a number`},
+		{"relative bind", repl(`binds = ["/usr/share/dict"]`, `binds = ["usr/share/dict"]`), `binds "usr/share/dict"`},
+		{"unclean bind", repl(`binds = ["/usr/share/dict"]`, `binds = ["/usr/share/../../etc"]`), `binds "/usr/share/../../etc"`},
+		{"root bind", repl(`binds = ["/usr/share/dict"]`, `binds = ["/"]`), `binds "/"`},
 		{"unknown difficulty", repl(`difficulty = ["injected-fault"]`, `difficulty = ["hard"]`), `difficulty "hard"`},
 		{"empty allow", repl(`allow = ["src/counter.py"]`, `allow = []`), "allow is empty"},
 		{"absolute glob", repl(`allow = ["src/counter.py"]`, `allow = ["/etc/passwd"]`), "bad glob"},

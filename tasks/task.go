@@ -21,7 +21,7 @@
 //	[metadata]     category, tags
 //	[agent]        timeout_sec                 (default 600)
 //	[verifier]     timeout_sec                 (default 120)
-//	[environment]  memory_mb, allow_internet
+//	[environment]  memory_mb, cpus, allow_internet, binds
 //	[bench]        world, difficulty           (difficulty tags: the Tag constants)
 //	[bench.policy] allow, ignore               (globs, see journal.Policy)
 //	[bench.grader] kind, and the kind's parameters
@@ -42,9 +42,12 @@
 // and attempts/NAME/expect.toml:
 //
 //	pass   = false                        # required
-//	code   = "tests_failed"               # required: "pass" when pass = true
+//	code   = "tests_failed"               # required: "pass" when pass = true,
+//	                                      # "needs_review" for a verdict left to review
 //	delete = ["tests/test_public.py"]     # optional, workspace paths
 //	note   = "edits the public tests"     # optional, for people
+//	confined = true                       # optional: the verdict needs the daemon's
+//	                                      # confined runner (see Expect.Confined)
 package tasks
 
 import (
@@ -66,7 +69,16 @@ type Task struct {
 	AgentTimeout    time.Duration // [agent] timeout_sec
 	VerifierTimeout time.Duration // [verifier] timeout_sec
 	MemoryMB        int           // [environment] memory_mb
-	AllowInternet   bool          // [environment] allow_internet
+	// CPUs is how much CPU time the agent may use, in CPUs ([environment]
+	// cpus, after Harbor's field: 1.5 is one and a half CPUs, enforced as
+	// a cgroup CPU quota); 0, when the key is absent, means no quota.
+	CPUs          float64
+	AllowInternet bool // [environment] allow_internet
+	// Binds are host paths the agent's and the graders' sandboxes show,
+	// read-only, at the same path ([environment] binds), beyond the
+	// sandbox's allow-listed root (/usr, a minimal /etc): data a task
+	// needs that the distribution's trees do not hold.
+	Binds []string
 
 	World      string   // [bench] world
 	Difficulty []string // [bench] difficulty: seed 000's tags
@@ -98,5 +110,13 @@ type Attempt struct {
 // Expect is the verdict a known attempt must get.
 type Expect struct {
 	Pass bool
-	Code string // the reason code a failing attempt must carry; CodePass when Pass
+	Code string // the reason code a failing attempt must carry; CodePass when Pass; CodeReview when Review
+	// Confined: the verdict holds only under the daemon's confined
+	// runner (cgroup memory accounting, paths hidden from the probe), not
+	// when graders run commands directly (graders.ExecRunner).
+	Confined bool
 }
+
+// Review reports whether the attempt's verdict must be left to review:
+// neither passed nor failed.
+func (e Expect) Review() bool { return !e.Pass && e.Code == CodeReview }

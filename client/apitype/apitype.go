@@ -8,11 +8,13 @@
 //
 //	POST /v1/runs                        RunRequest -> Run (201)
 //	GET  /v1/runs/{id}                   -> Run
+//	POST /v1/runs/{id}/retry             -> Retry (each infra error of the run not yet retried, retried once)
 //	GET  /v1/attempts[?run=ID&task=ID&limit=N] -> AttemptList (newest first)
 //	GET  /v1/attempts/{id}               -> Attempt
 //	GET  /v1/attempts/{id}/events        -> newline-delimited Event until the attempt ends
 //	POST /v1/attempts/{id}/cancel        -> Attempt
 //	POST /v1/attempts/{id}/regrade       -> Regrade
+//	POST /v1/attempts/{id}/review        ReviewRequest -> Attempt (decides a verdict left to review)
 //	GET  /v1/attempts/{id}/journal       -> the journal, JSON lines (fsmon/journal format)
 //	GET  /v1/attempts/{id}/blobs/{sha}   -> one content blob (application/octet-stream)
 //	GET  /v1/attempts/{id}/transcript    -> Transcript
@@ -20,9 +22,13 @@
 //	GET  /v1/tasks                       -> TaskList
 //	POST /v1/tasks/check[?task=ID]       -> TaskCheck (runs the reference and known attempts)
 //	GET  /v1/status                      -> Status
+//	GET  /v1/key                         -> HostKey (the public half of benchd's signing key)
 package apitype
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // DefaultSocket is where benchd listens unless told otherwise.
 const DefaultSocket = "/run/benchd/benchd.sock"
@@ -41,7 +47,7 @@ const (
 	CodeNotFound  = "not_found" // 404
 	CodeConflict  = "conflict"  // 409: e.g. cancel of a finished attempt
 	CodeTooLarge  = "too_large" // 413: body over MaxBodyBytes
-	CodeBusy      = "busy"      // 503: shutting down
+	CodeBusy      = "busy"      // 503: shutting down, or the queue is full
 	CodeInternal  = "internal"  // 500
 )
 
@@ -59,6 +65,9 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 // Limits on a RunRequest.
 const (
 	MaxAttempts    = 100
+	MaxAgentBytes  = 4 << 10  // the agent's command line (or built-in, or preset name)
+	MaxEnvVars     = 64       // variables in Env
+	MaxEnvValue    = 64 << 10 // bytes of one variable's value
 	MinTimeout     = time.Second
 	MaxTimeout     = 6 * time.Hour
 	DefaultTimeout = 600 * time.Second
@@ -72,7 +81,8 @@ const (
 )
 
 // EnvVar passes one environment variable to the agent. Its value is used
-// for the run only: never stored, never logged, never returned.
+// for the run only: never stored, never logged, never returned; what the
+// agent prints of it is stored as "[env NAME]".
 type EnvVar struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
@@ -96,6 +106,27 @@ type Run struct {
 	Agent    string    `json:"agent"`
 	Attempts []string  `json:"attempts"` // attempt ids, in order
 	Created  time.Time `json:"created"`
+}
+
+// Retry is what POST /v1/runs/{id}/retry did: the retries it queued,
+// and the infra errors it could not retry, with why. A run with nothing
+// to retry is an error (conflict), never an empty Retry.
+type Retry struct {
+	Run     string         `json:"run"`
+	Retried []RetriedPair  `json:"retried"`
+	Skipped []SkippedRetry `json:"skipped,omitempty"`
+}
+
+// RetriedPair is one retry: Attempt retries Of.
+type RetriedPair struct {
+	Of      string `json:"of"`
+	Attempt string `json:"attempt"`
+}
+
+// SkippedRetry is an infra error that could not be retried.
+type SkippedRetry struct {
+	Attempt string `json:"attempt"`
+	Why     string `json:"why"`
 }
 
 // Attempt states.
@@ -156,8 +187,16 @@ type GatewayUse struct {
 	Name     string `json:"name"`
 	Endpoint string `json:"endpoint"` // host:port
 	Conns    int64  `json:"conns"`
-	BytesIn  int64  `json:"bytes_in"`
-	BytesOut int64  `json:"bytes_out"`
+	// Refused counts connections the gateway closed at once because too
+	// many were open (the agent's doing).
+	Refused int64 `json:"refused,omitempty"`
+	// DialErrors counts the gateway's failed dials to its endpoint during
+	// the attempt, LastDialError says how the last one failed: either
+	// makes the attempt an infra error.
+	DialErrors    int64  `json:"dial_errors,omitempty"`
+	LastDialError string `json:"last_dial_error,omitempty"`
+	BytesIn       int64  `json:"bytes_in"`
+	BytesOut      int64  `json:"bytes_out"`
 }
 
 // Network is what the agent did on the network.
@@ -188,11 +227,28 @@ type Attempt struct {
 	State string        `json:"state"`
 	Phase string        `json:"phase,omitempty"`
 
-	// The verdict (State done). Pass is false until then.
+	// The verdict (State done). Pass is false until then, and null in
+	// JSON (see MarshalJSON). Outcome is the verdict's outcome (pass,
+	// fail or review; empty for an attempt recorded before outcomes
+	// existed, which is pass or fail as Pass says, and before a
+	// verdict). An attempt whose Outcome is review is unresolved
+	// (Unresolved): Pass is false, Reward 0, "pass": null in JSON, until
+	// a review decides it.
 	Pass    bool     `json:"pass"`
 	Reward  int      `json:"reward"`
+	Outcome string   `json:"outcome,omitempty"`
 	Reasons []Reason `json:"reasons"`
+	// Review is the decision of a person on a verdict the grader left
+	// to review; nil when there is none. Once reviewed, Pass, Reward,
+	// Outcome and Reasons are the decided verdict, and Review.Graded
+	// holds the grader's.
+	Review *Review `json:"review,omitempty"`
+	// GradeSeed is the seed the verdict's generated checks were made
+	// with (Verdict.Seed); omitted when the task generates none.
+	GradeSeed uint64 `json:"grade_seed,omitempty"`
 
+	// ExitCode and WallMS exist only once the agent's end was collected
+	// (HasAgentEnd); in JSON they are null otherwise.
 	ExitCode        int   `json:"exit_code"` // -1 when a signal ended the agent
 	Signal          int   `json:"signal,omitempty"`
 	TimedOut        bool  `json:"timed_out"`
@@ -205,6 +261,10 @@ type Attempt struct {
 	Denied    int64    `json:"denied"` // operations the policy refused
 	Changeset []Change `json:"changeset"`
 	Network   Network  `json:"network"`
+	// Binds are the host paths the agent's sandbox showed read-only
+	// besides its allow-listed root: the task's [environment] binds and
+	// the agent preset's.
+	Binds []string `json:"binds,omitempty"`
 
 	// JournalHead is the hash of the journal's last record: the value an
 	// exported archive is checked against.
@@ -213,10 +273,118 @@ type Attempt struct {
 	InfraError string `json:"infra_error,omitempty"`
 	// TaskSHA256 identifies the task bundle that graded this attempt.
 	TaskSHA256 string `json:"task_sha256,omitempty"`
+	// Limits are the limits the agent ran under (nil before it ran).
+	Limits *Limits `json:"limits,omitempty"`
+	// BenchdVersion is the version of the benchd that ended the attempt.
+	BenchdVersion string `json:"benchd_version,omitempty"`
+	// RetryOf is the infra-error attempt of the same run this attempt
+	// retries; RetriedBy the attempt that retries this one. A run's slot
+	// is a chain of attempts linked so, with at most one verdict: only an
+	// infra error is retried, and only once.
+	RetryOf   string `json:"retry_of,omitempty"`
+	RetriedBy string `json:"retried_by,omitempty"`
 
 	Created  time.Time  `json:"created"`
 	Started  *time.Time `json:"started,omitempty"`
 	Finished *time.Time `json:"finished,omitempty"`
+}
+
+// Limits are an attempt's limits.
+type Limits struct {
+	TimeoutMS   int64 `json:"timeout_ms"`   // the agent's wall-clock limit
+	MemoryBytes int64 `json:"memory_bytes"` // the cgroup's memory.max; 0 for none
+}
+
+// HasVerdict reports whether a has a verdict: it is done. An Attempt
+// without a State (a partial record, as the store keeps one) is taken
+// as it is.
+func (a Attempt) HasVerdict() bool {
+	return a.State == StateDone || a.State == ""
+}
+
+// Unresolved reports whether a's verdict is left to review and no one
+// has decided it yet: neither a pass nor a fail.
+func (a Attempt) Unresolved() bool {
+	return a.HasVerdict() && a.Outcome == OutcomeReview
+}
+
+// Review is a person's decision on a verdict left to review: what they
+// decided, who (the uid of the caller, from the socket's peer
+// credentials), when and why.
+type Review struct {
+	Outcome string    `json:"outcome"` // OutcomePass or OutcomeFail
+	Why     string    `json:"why"`
+	UID     int       `json:"uid"`
+	Time    time.Time `json:"time"`
+	// Graded is the grader's verdict, the one left to review (outcome
+	// review, its needs_review reason).
+	Graded Verdict `json:"graded"`
+}
+
+// ReviewRequest decides an attempt whose verdict is left to review.
+type ReviewRequest struct {
+	Outcome string `json:"outcome"` // OutcomePass or OutcomeFail
+	Why     string `json:"why"`     // required, at most MaxReviewWhy bytes
+}
+
+// MaxReviewWhy caps the length of a review's reason.
+const MaxReviewWhy = 4096
+
+// ReasonFailedOnReview is the reason code of a verdict failed by review.
+const ReasonFailedOnReview = "failed_on_review"
+
+// HasAgentEnd reports whether a's exit status and wall time exist: the
+// attempt is done, or it ended otherwise after its agent's end was
+// measured. Queued attempts, and attempts canceled or failed before the
+// agent's end was collected, have neither.
+func (a Attempt) HasAgentEnd() bool {
+	return a.HasVerdict() || a.WallMS > 0
+}
+
+// attemptFields is Attempt without its methods, for MarshalJSON.
+type attemptFields Attempt
+
+// MarshalJSON writes pass as null when a has no verdict or is
+// unresolved, and exit_code and wall_ms as null when they do not exist
+// (HasVerdict, Unresolved, HasAgentEnd).
+func (a Attempt) MarshalJSON() ([]byte, error) {
+	w := struct {
+		attemptFields
+		Pass     *bool  `json:"pass"`
+		ExitCode *int   `json:"exit_code"`
+		WallMS   *int64 `json:"wall_ms"`
+	}{attemptFields: attemptFields(a)}
+	if a.HasVerdict() && !a.Unresolved() {
+		w.Pass = &a.Pass
+	}
+	if a.HasAgentEnd() {
+		w.ExitCode, w.WallMS = &a.ExitCode, &a.WallMS
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: null is the zero value.
+func (a *Attempt) UnmarshalJSON(b []byte) error {
+	w := struct {
+		*attemptFields
+		Pass     *bool  `json:"pass"`
+		ExitCode *int   `json:"exit_code"`
+		WallMS   *int64 `json:"wall_ms"`
+	}{attemptFields: (*attemptFields)(a)}
+	*a = Attempt{}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	if w.Pass != nil {
+		a.Pass = *w.Pass
+	}
+	if w.ExitCode != nil {
+		a.ExitCode = *w.ExitCode
+	}
+	if w.WallMS != nil {
+		a.WallMS = *w.WallMS
+	}
+	return nil
 }
 
 // AttemptList is a page of attempts.
@@ -246,11 +414,39 @@ type Regrade struct {
 	After   Verdict `json:"after"`
 }
 
-// Verdict is pass, reward and reasons.
+// Verdict outcomes.
+const (
+	OutcomePass   = "pass"
+	OutcomeFail   = "fail"
+	OutcomeReview = "review" // neither passed nor failed: left to a person
+)
+
+// Verdict is pass, reward and reasons, and the outcome. A verdict left to
+// review (Outcome review) has Pass false and Reward 0 in Go, "pass": null
+// in JSON, and one reason, needs_review, saying why the grader was not
+// confident. An empty Outcome (a verdict recorded before outcomes
+// existed) is pass or fail as Pass says.
 type Verdict struct {
 	Pass    bool     `json:"pass"`
 	Reward  int      `json:"reward"`
+	Outcome string   `json:"outcome,omitempty"`
 	Reasons []Reason `json:"reasons"`
+	// Seed is the seed of the grading's generated checks (0 when the
+	// task has none): a regrade with it makes the same checks.
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// MarshalJSON writes "pass": null for a verdict left to review.
+func (v Verdict) MarshalJSON() ([]byte, error) {
+	type plain Verdict
+	out := struct {
+		plain
+		Pass *bool `json:"pass"`
+	}{plain: plain(v)}
+	if v.Outcome != OutcomeReview {
+		out.Pass = &v.Pass
+	}
+	return json.Marshal(out)
 }
 
 // Transcript is the agent's captured output.
@@ -313,7 +509,119 @@ type Status struct {
 }
 
 // ExportLayout describes the export archive (a tar): journal.jsonl,
-// blobs/<sha[:2]>/<sha>, transcript/stdout and transcript/stderr,
+// journal.jsonl.blobs/<sha[:2]>/<sha>, transcript/stdout and transcript/stderr,
 // attempt.json (the Attempt, verdict included), task.json (the TaskInfo
-// with the bundle hash). benchctl verify checks it offline.
-const ExportLayout = "journal.jsonl, journal.jsonl.blobs/, transcript/stdout, transcript/stderr, attempt.json, task.json"
+// with the bundle hash), attempt.dsse.json (the Statement of the
+// attempt in a DSSE envelope signed by benchd's host key) and, for a
+// reviewed attempt, review.json (the Review, which attempt.json and the
+// signed statement carry too). benchctl verify checks it offline.
+const ExportLayout = "journal.jsonl, journal.jsonl.blobs/, transcript/stdout, transcript/stderr, attempt.json, task.json, attempt.dsse.json, review.json (reviewed attempts)"
+
+// HostKey is the public half of benchd's host key, which signs each
+// ended attempt's Statement.
+type HostKey struct {
+	Algorithm string `json:"algorithm"`  // ed25519
+	PublicKey string `json:"public_key"` // hex, 32 bytes
+	KeyID     string `json:"keyid"`      // hex SHA-256 of the 32 bytes, the envelopes' keyid
+}
+
+// StatementPayloadType is the DSSE payload type of a signed Statement.
+const StatementPayloadType = "application/vnd.benchd.attempt+json"
+
+// StatementType is the _type of a Statement: its format's name and
+// version. A statement of this type has no review.
+const StatementType = "https://benchd.dev/attempt-statement/v1"
+
+// StatementTypeReviewed is the _type of the Statement of a reviewed
+// attempt: StatementType's fields and Review. benchd signs it when a
+// review decides the attempt, and it replaces the statement signed when
+// the attempt ended (whose verdict is Review.Graded).
+const StatementTypeReviewed = "https://benchd.dev/attempt-statement/v2"
+
+// Statement is what benchd signs when an attempt ends: each field but
+// TaskPolicy is the attempt record's field of the same name
+// (StatementOf), so that a verifier compares them one by one with the
+// exported attempt.json, and TaskPolicy with task.json.
+type Statement struct {
+	Type          string        `json:"_type"`
+	Attempt       string        `json:"attempt"`
+	Run           string        `json:"run"`
+	Task          string        `json:"task"`
+	TaskSHA256    string        `json:"task_sha256"`
+	State         string        `json:"state"`
+	InfraError    string        `json:"infra_error"`
+	Verdict       *Verdict      `json:"verdict"` // null without a verdict
+	JournalHead   string        `json:"journal_head"`
+	Agent         AgentIdentity `json:"agent"`
+	Limits        *Limits       `json:"limits"`
+	Created       time.Time     `json:"created"`
+	Started       *time.Time    `json:"started"`
+	Finished      *time.Time    `json:"finished"`
+	WallMS        *int64        `json:"wall_ms"`
+	ExitCode      *int          `json:"exit_code"`
+	Signal        int           `json:"signal"`
+	TimedOut      bool          `json:"timed_out"`
+	OOM           bool          `json:"oom"`
+	PeakMemory    int64         `json:"peak_memory_bytes"`
+	MaxRSS        int64         `json:"max_rss_bytes"`
+	Edits         int64         `json:"edits"`
+	Denied        int64         `json:"denied"`
+	Changeset     []Change      `json:"changeset"`
+	Network       Network       `json:"network"`
+	BenchdVersion string        `json:"benchd_version"`
+	// Binds are the host paths the agent's sandbox showed read-only
+	// beyond its allow-listed root (Attempt.Binds): what else the agent
+	// could read is part of what is signed.
+	Binds []string `json:"binds,omitempty"`
+	// RetryOf is the attempt this one retries; omitted for a first
+	// attempt. (RetriedBy is not signed: it is set after this attempt
+	// ended, when its retry is made.)
+	RetryOf string `json:"retry_of,omitempty"`
+	// TaskPolicy is the edit policy of bundle TaskSHA256 (task.json's
+	// allow and ignore), null when benchd no longer had that bundle when
+	// it signed. It is not a field of the attempt: StatementOf leaves it
+	// null, and the signer sets it.
+	TaskPolicy *TaskPolicy `json:"task_policy"`
+	// Review is the attempt's review: only in a statement of type
+	// StatementTypeReviewed.
+	Review *Review `json:"review,omitempty"`
+}
+
+// TaskPolicy is a task's edit policy (fsmon/journal.Policy's globs).
+type TaskPolicy struct {
+	Allow  []string `json:"allow"`
+	Ignore []string `json:"ignore"`
+}
+
+// StatementOf is the Statement of attempt a: of type
+// StatementTypeReviewed when a has a review, else StatementType.
+func StatementOf(a Attempt) Statement {
+	st := Statement{
+		Type: StatementType, Attempt: a.ID, Run: a.Run, Task: a.Task, TaskSHA256: a.TaskSHA256,
+		State: a.State, InfraError: a.InfraError, JournalHead: a.JournalHead,
+		Agent: a.Agent, Limits: a.Limits,
+		Created: a.Created, Started: a.Started, Finished: a.Finished,
+		Signal: a.Signal, TimedOut: a.TimedOut, OOM: a.OOM,
+		PeakMemory: a.PeakMemoryBytes, MaxRSS: a.MaxRSSBytes,
+		Edits: a.Edits, Denied: a.Denied, Changeset: a.Changeset, Network: a.Network,
+		BenchdVersion: a.BenchdVersion, Binds: a.Binds, RetryOf: a.RetryOf, Review: a.Review,
+	}
+	if a.Review != nil {
+		st.Type = StatementTypeReviewed
+	}
+	if a.HasVerdict() {
+		v := Verdict{Pass: a.Pass, Reward: a.Reward, Outcome: a.Outcome, Reasons: a.Reasons, Seed: a.GradeSeed}
+		if v.Reasons == nil {
+			v.Reasons = []Reason{}
+		}
+		st.Verdict = &v
+	}
+	if a.HasAgentEnd() {
+		exit, wall := a.ExitCode, a.WallMS
+		st.ExitCode, st.WallMS = &exit, &wall
+	}
+	if st.Changeset == nil {
+		st.Changeset = []Change{}
+	}
+	return st
+}

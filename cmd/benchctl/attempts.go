@@ -43,7 +43,7 @@ func (c *CLI) cmdList(ctx context.Context, args []string) int {
 	fmt.Fprintln(tw, "ATTEMPT\tRUN\tTASK\tAGENT\tSTATE\tVERDICT\tWALL\tCREATED")
 	for _, a := range as {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Run, a.Task, oneLine(a.Agent.Spec, 30),
-			a.State, verdict(a), formatMS(a.WallMS), formatTime(&a.Created))
+			a.State, verdict(a), wallTime(a), formatTime(&a.Created))
 	}
 	tw.Flush()
 	return exitOK
@@ -90,9 +90,26 @@ func showAttempt(w io.Writer, a apitype.Attempt) {
 		state += ", " + a.Phase
 	}
 	p("state", "%s", state)
-	p("verdict", "%s (reward %d)", verdict(a), a.Reward)
+	switch {
+	case a.Unresolved():
+		p("verdict", "%s (left to review: neither passed nor failed; benchctl review %s --pass|--fail --why TEXT decides it)", verdict(a), a.ID)
+	case a.HasVerdict():
+		p("verdict", "%s (reward %d)", verdict(a), a.Reward)
+	default:
+		p("verdict", "%s", verdict(a))
+	}
+	if rv := a.Review; rv != nil {
+		p("review", "%s by uid %d at %s: %s", rv.Outcome, rv.UID, formatTime(&rv.Time), oneLine(rv.Why, 200))
+		p("  graded", "%s", verdictText(rv.Graded))
+	}
 	if a.State == apitype.StateInfraError {
 		p("infra error", "%s", a.InfraError)
+	}
+	if a.RetryOf != "" {
+		p("retry of", "%s", a.RetryOf)
+	}
+	if a.RetriedBy != "" {
+		p("retried by", "%s (this attempt is not scored)", a.RetriedBy)
 	}
 	if len(a.Reasons) == 0 {
 		p("reasons", "none")
@@ -120,12 +137,12 @@ func showAttempt(w io.Writer, a apitype.Attempt) {
 		p("  env", "%s (values not kept)", strings.Join(a.Agent.Env, ", "))
 	}
 	ex := exitStatus(a)
-	if a.Signal != 0 {
+	if a.Signal != 0 && a.HasAgentEnd() {
 		ex = fmt.Sprintf("%d (%s)", a.ExitCode, ex)
 	}
 	p("exit status", "%s", ex)
 	p("timed out", "%s", yesNo(a.TimedOut))
-	p("wall time", "%s", formatMS(a.WallMS))
+	p("wall time", "%s", wallTime(a))
 	p("peak memory", "%s (largest process %s)", formatBytes(a.PeakMemoryBytes), formatBytes(a.MaxRSSBytes))
 	p("oom killed", "%s", yesNo(a.OOM))
 	p("edits", "%d (denied %d)", a.Edits, a.Denied)
@@ -155,8 +172,17 @@ func showAttempt(w io.Writer, a apitype.Attempt) {
 	for _, g := range n.Gateways {
 		p("", "gateway %s (%s): %d connections, %s in, %s out", g.Name, g.Endpoint, g.Conns,
 			formatBytes(g.BytesIn), formatBytes(g.BytesOut))
+		if g.Refused > 0 {
+			p("", "  %d connection(s) refused: more than the gateway takes at once", g.Refused)
+		}
+		if g.DialErrors > 0 {
+			p("", "  %d failed dial(s) to the endpoint, the last: %s", g.DialErrors, g.LastDialError)
+		}
 	}
 	p("journal head", "%s", orDash(a.JournalHead))
+	if a.GradeSeed != 0 {
+		p("checks seed", "%d (benchd grade --seed repeats the checks)", a.GradeSeed)
+	}
 	p("created", "%s", formatTime(&a.Created))
 	p("started", "%s", formatTime(a.Started))
 	p("finished", "%s", formatTime(a.Finished))
@@ -380,7 +406,10 @@ func (c *CLI) cmdRegrade(ctx context.Context, args []string) int {
 
 func verdictText(v apitype.Verdict) string {
 	s := "FAIL"
-	if v.Pass {
+	switch {
+	case v.Outcome == apitype.OutcomeReview:
+		s = "REVIEW"
+	case v.Pass:
 		s = "pass"
 	}
 	s += fmt.Sprintf(" (reward %d", v.Reward)

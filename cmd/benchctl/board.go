@@ -137,7 +137,11 @@ func (c *CLI) runBoard(ctx context.Context, w io.Writer, bf boardFlags, model st
 				streak = draw.StreakFor(hist, id)
 			}
 		}
-		fmt.Fprintf(w, "  %-6s %s  streak %d of %d\n", task, strings.Join(outs, ", "), streak.Passes, bf.streak)
+		pending := ""
+		if streak.PendingOn != "" {
+			pending = fmt.Sprintf(" (counted up to %s, left to review)", streak.PendingOn)
+		}
+		fmt.Fprintf(w, "  %-6s %s  streak %d of %d%s\n", task, strings.Join(outs, ", "), streak.Passes, bf.streak, pending)
 	}
 	// Skipped tasks still have a streak from earlier runs.
 	for _, task := range draw.SuiteTasks {
@@ -184,6 +188,14 @@ func printBoard(w io.Writer, agent string, b draw.Board) {
 	tw.Flush()
 	if !b.GatePassed {
 		fmt.Fprintf(w, "gate %s did not pass: %s skipped (not failed)\n", draw.GateTask, strings.Join(draw.GatedTasks, ", "))
+	}
+	if b.Unresolved > 0 {
+		var ids []string
+		for _, r := range b.Rows {
+			ids = append(ids, r.Unresolved...)
+		}
+		fmt.Fprintf(w, "unresolved: %s of this run left to review, neither passed nor failed (%s): benchctl review ATTEMPT --pass|--fail --why TEXT\n",
+			plural(b.Unresolved, "attempt"), strings.Join(ids, ", "))
 	}
 	for _, why := range b.NotGreen {
 		fmt.Fprintf(w, "  not green: %s\n", why)

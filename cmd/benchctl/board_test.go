@@ -139,6 +139,9 @@ func (d *suiteDaemon) newAttempt(task, agent, model, out string) apitype.Attempt
 		a.Reasons = []apitype.Reason{{Code: "tests_failed", Message: "hidden tests failed"}}
 	case "infra":
 		a.State, a.InfraError = apitype.StateInfraError, "mount failed"
+	case "review":
+		a.Outcome = apitype.OutcomeReview
+		a.Reasons = []apitype.Reason{{Code: "needs_review", Message: "the claim is hedged"}}
 	}
 	return a
 }
@@ -149,7 +152,7 @@ func (d *suiteDaemon) seed(agent, model string, outs map[string]string) {
 	defer d.mu.Unlock()
 	for task, letters := range outs {
 		for i := len(letters) - 1; i >= 0; i-- {
-			out := map[byte]string{'P': "pass", 'F': "fail", 'I': "infra"}[letters[i]]
+			out := map[byte]string{'P': "pass", 'F': "fail", 'I': "infra", 'U': "review"}[letters[i]]
 			d.attempts = append([]apitype.Attempt{d.newAttempt(task, agent, model, out)}, d.attempts...)
 		}
 	}
@@ -224,6 +227,14 @@ func TestBoard(t *testing.T) {
 			wantCode: exitNo, wantRan: append(all("m1"), all("m2")...),
 			wantOut: []string{"board: agent --fast [model m1]", "board agent --fast [model m1]: NOT GREEN", "streak 1 of 3",
 				"board: agent --fast [model m2]", "board agent --fast [model m2]: NOT GREEN"},
+		},
+		{
+			name: "left to review: unresolved, not failed", script: map[string][]string{"rt-06": {"review"}}, seed: everyTask("PP"),
+			args: []string{"board", "--agent", agent}, wantCode: exitNo, wantRan: all(""),
+			wantOut: []string{"rt-06  unresolved  streak 0 of 3 (counted up to a-", "NOT GREEN",
+				"rt-06  unresolved  unresolved  0 of 3", "unresolved: 1 attempt of this run left to review, neither passed nor failed (a-",
+				"not green: rt-06: streak 0 of 3 (counted up to a-"},
+			wantAbsent: "  fail",
 		},
 		{
 			name: "infra error and not green", script: map[string][]string{"rt-02": {"infra"}},

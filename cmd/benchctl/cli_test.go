@@ -200,6 +200,11 @@ func TestRun(t *testing.T) {
 			[]string{"FAIL", "tests_failed,agent_exit", "a-3: tests_failed: 2 of 5 tests failed", "1 of 2 attempts passed"}},
 		{"infra error", []apitype.Attempt{fail("a-2"), infra("a-3")}, false, nil, exitError,
 			[]string{"INFRA-ERROR", "a-3: infra error: unable to mount: ENODEV"}},
+		{"left to review", []apitype.Attempt{pass("a-2"), attemptWith(fx, "a-3", func(a *apitype.Attempt) {
+			a.Pass, a.Reward, a.Outcome = false, 0, apitype.OutcomeReview
+			a.Reasons = []apitype.Reason{{Code: "needs_review", Message: "hedged"}}
+		})}, false, nil, exitNo,
+			[]string{"REVIEW", "1 of 2 attempts passed", "a-3: left to review, neither passed nor failed: benchctl review a-3 --pass|--fail --why TEXT"}},
 		{"stream cut short", []apitype.Attempt{pass("a-2")}, true, nil, exitOK, []string{"1 of 1 attempts passed"}},
 		{"detach", []apitype.Attempt{pass("a-2")}, false, []string{"--detach"}, exitOK, []string{"run r-2: 1 attempt(s) of rt-01 started", "a-2"}},
 	}
@@ -381,7 +386,7 @@ func TestVerdictTable(t *testing.T) {
 		"ATTEMPT  TASK   VERDICT      EXIT      WALL    PEAK MEM  EDITS  DENIED  REASONS\n" +
 		"a-1      rt-01  pass         0         2.0s    1.0 MiB   2      0       -\n" +
 		"a-22     rt-01  FAIL         signal 9  10m00s  0 B       0      0       timeout,tests_failed\n" +
-		"a-3      rt-01  INFRA-ERROR  0         0ms     0 B       0      0       infra: no cgroup\n"
+		"a-3      rt-01  INFRA-ERROR  none      none    0 B       0      0       infra: no cgroup\n"
 	if got := b.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}

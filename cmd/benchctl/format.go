@@ -37,10 +37,14 @@ func formatMS(ms int64) string {
 	return fmt.Sprintf("%dh%02dm", ms/3_600_000, ms/60_000%60)
 }
 
-// verdict is an attempt's outcome in one word.
+// verdict is an attempt's outcome in one word: REVIEW for a verdict
+// left to review and not yet reviewed (neither a pass nor a fail).
 func verdict(a apitype.Attempt) string {
 	switch a.State {
 	case apitype.StateDone:
+		if a.Unresolved() {
+			return "REVIEW"
+		}
 		if a.Pass {
 			return "pass"
 		}
@@ -83,10 +87,21 @@ func exitStatus(a apitype.Attempt) string {
 	switch {
 	case !finished(a) || a.State == apitype.StateCanceled && a.Started == nil:
 		return "-"
+	case !a.HasAgentEnd():
+		return "none"
 	case a.Signal != 0:
 		return fmt.Sprintf("signal %d", a.Signal)
 	}
 	return fmt.Sprint(a.ExitCode)
+}
+
+// wallTime renders the agent's wall time, "none" where it was never
+// measured.
+func wallTime(a apitype.Attempt) string {
+	if !a.HasAgentEnd() {
+		return "none"
+	}
+	return formatMS(a.WallMS)
 }
 
 // oneLine collapses s to one line of at most n runes.
@@ -132,7 +147,7 @@ func verdictTable(w io.Writer, as []apitype.Attempt) {
 	fmt.Fprintln(tw, "ATTEMPT\tTASK\tVERDICT\tEXIT\tWALL\tPEAK MEM\tEDITS\tDENIED\tREASONS")
 	for _, a := range as {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", a.ID, a.Task, verdict(a), exitStatus(a),
-			formatMS(a.WallMS), formatBytes(a.PeakMemoryBytes), a.Edits, a.Denied, reasonCodes(a))
+			wallTime(a), formatBytes(a.PeakMemoryBytes), a.Edits, a.Denied, reasonCodes(a))
 	}
 	tw.Flush()
 }

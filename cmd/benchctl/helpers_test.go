@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"io/fs"
@@ -20,6 +22,7 @@ import (
 
 	"benchd.dev/client/apitype"
 	"benchd.dev/fsmon/journal"
+	"benchd.dev/internal/dsse"
 )
 
 // fixture is a finished attempt with a real journal: counter.py
@@ -32,6 +35,40 @@ type fixture struct {
 	attempt     apitype.Attempt
 	task        apitype.TaskInfo
 	blobs       *journal.Blobs
+	// key is the fixture's host key: archiveFiles signs attempt.json's
+	// statement with it.
+	key ed25519.PrivateKey
+}
+
+// fixtureKeyHex is the public half of the fixture's key, for --key.
+func (fx *fixture) keyHex() string {
+	return hex.EncodeToString(fx.key.Public().(ed25519.PublicKey))
+}
+
+// envelopeOf signs the statement of attempt.json and task.json's policy
+// (as the archive has them) with key, as benchd does when an attempt
+// ends.
+func envelopeOf(t *testing.T, key ed25519.PrivateKey, attemptJSON, taskJSON []byte) []byte {
+	t.Helper()
+	var a apitype.Attempt
+	if err := json.Unmarshal(attemptJSON, &a); err != nil {
+		t.Fatal(err)
+	}
+	var task apitype.TaskInfo
+	json.Unmarshal(taskJSON, &task)
+	st := apitype.StatementOf(a)
+	if task.Allow != nil || task.Ignore != nil {
+		st.TaskPolicy = &apitype.TaskPolicy{Allow: task.Allow, Ignore: task.Ignore}
+	}
+	payload, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(dsse.Sign(key, apitype.StatementPayloadType, payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 const (
@@ -130,6 +167,7 @@ func newFixture(t *testing.T) *fixture {
 	fx.task = apitype.TaskInfo{ID: "rt-01", Name: "circular counter", Grader: "pytest", TimeoutSec: 600,
 		KnownAttempts: []string{"off-by-one"}, SHA256: strings.Repeat("7", 64),
 		Allow: testPolicy.Allow, Ignore: testPolicy.Ignore}
+	fx.key = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
 	fx.attempt = apitype.Attempt{
 		ID: "a-1", Run: "r-1", Task: "rt-01", State: apitype.StateDone, Pass: true, Reward: 1,
 		Reasons:  []apitype.Reason{},
@@ -141,6 +179,16 @@ func newFixture(t *testing.T) *fixture {
 		Created: start, Started: &start, Finished: &done,
 	}
 	return fx
+}
+
+// exported is the fixture's attempt as benchd would have graded it: the
+// denied unlink fails the verdict with wrong_files (composeVerdict), so
+// that what the verdict claims agrees with the journal.
+func (fx *fixture) exported() apitype.Attempt {
+	a := fx.attempt
+	a.Pass, a.Reward = false, 0
+	a.Reasons = []apitype.Reason{{Code: "wrong_files", Message: "the agent tried 1 change(s) the task's edit policy forbids; they were refused (see the journal's denied records)"}}
+	return a
 }
 
 // archiveFiles returns the files of the fixture's export archive, by
@@ -166,10 +214,11 @@ func (fx *fixture) archiveFiles(t *testing.T) map[string][]byte {
 	})
 	files["transcript/stdout"] = []byte("working\n")
 	files["transcript/stderr"] = nil
-	a, _ := json.Marshal(fx.attempt)
+	a, _ := json.Marshal(fx.exported())
 	files["attempt.json"] = a
 	tk, _ := json.Marshal(fx.task)
 	files["task.json"] = tk
+	files["attempt.dsse.json"] = envelopeOf(t, fx.key, a, tk)
 	return files
 }
 
@@ -324,6 +373,32 @@ func newFakeDaemon(t *testing.T, fx *fixture) *fakeDaemon {
 		}
 		v := apitype.Verdict{Pass: a.Pass, Reward: a.Reward, Reasons: a.Reasons}
 		reply(w, apitype.Regrade{Attempt: a.ID, Same: true, Before: v, After: v})
+	})
+	mux.HandleFunc("POST /v1/attempts/{id}/review", func(w http.ResponseWriter, r *http.Request) {
+		a, ok := attempt(w, r)
+		if !ok {
+			return
+		}
+		var req apitype.ReviewRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			errorf(w, 400, apitype.CodeInvalid, "bad json")
+			return
+		}
+		switch {
+		case a.Review != nil:
+			errorf(w, 409, apitype.CodeConflict, "attempt "+a.ID+": it was reviewed already")
+			return
+		case !a.Unresolved():
+			errorf(w, 409, apitype.CodeConflict, "attempt "+a.ID+": it is not in review")
+			return
+		}
+		a.Review = &apitype.Review{Outcome: req.Outcome, Why: req.Why, UID: 1000, Time: time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC),
+			Graded: apitype.Verdict{Outcome: a.Outcome, Reasons: a.Reasons}}
+		a.Outcome, a.Pass, a.Reasons = req.Outcome, req.Outcome == apitype.OutcomePass, []apitype.Reason{}
+		d.mu.Lock()
+		d.attempts[a.ID] = a
+		d.mu.Unlock()
+		reply(w, a)
 	})
 	mux.HandleFunc("GET /v1/attempts/{id}/journal", func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := attempt(w, r); ok {

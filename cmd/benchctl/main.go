@@ -14,8 +14,11 @@
 //	diff ATTEMPT [--at SEQ] [--all] [--tree]
 //	transcript ATTEMPT [--stdout | --stderr]
 //	export ATTEMPT -o FILE
-//	verify FILE                 (offline: needs no benchd)
+//	verify FILE [--key K] [--regrade --tasks DIR [--benchd PATH]]   (offline: needs no benchd running)
 //	regrade ATTEMPT
+//	key
+//	retry RUN                   (exit 1: nothing to retry)
+//	review ATTEMPT --pass|--fail --why TEXT
 //	tasks list
 //	tasks check [ID]
 //	status
@@ -23,6 +26,7 @@
 //	draw --verify LIST --library L [--tasks DIR] [--seed YYYYMMDD]       (offline)
 //	library index [--tasks DIR] -o FILE
 //	library show --library L [--tasks DIR]                               (offline)
+//	board, scorecard, model-replay: see benchctl help
 //
 // The socket is --socket, else $BENCHD_SOCKET, else /run/benchd/benchd.sock.
 // Every command takes --json (before or after the command), which prints
@@ -31,10 +35,12 @@
 //
 // Exit status: 0 when the answer is yes (every attempt passed, the archive
 // verifies, every task check matched, a regrade gave the same verdict);
-// 1 when it is no (an attempt failed, the archive or journal does not
-// verify, a check or a regrade differs); 2 when there is no answer (bad
+// 1 when it is no (an attempt failed or is left to review, the archive
+// or journal does not verify, a check or a regrade differs, a run has
+// nothing to retry); 2 when there is no answer (bad
 // usage, benchd unreachable or refusing the request, an infra error of an
-// attempt, an interrupted run).
+// attempt, an interrupted run); 3 from verify when every check passed but
+// no --key was given, so the signer was not checked.
 //
 // The whole CLI lives in this package: main only wires the process
 // (arguments, environment, signals, whether stdout is a terminal) into

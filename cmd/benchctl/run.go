@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,6 +204,9 @@ func (c *CLI) printRun(asJSON bool, run apitype.Run, as []apitype.Attempt) int {
 		if a.State == apitype.StateInfraError {
 			fmt.Fprintf(c.Stdout, "  %s: infra error: %s\n", a.ID, oneLine(a.InfraError, 200))
 		}
+		if a.Unresolved() {
+			fmt.Fprintf(c.Stdout, "  %s: left to review, neither passed nor failed: benchctl review %s --pass|--fail --why TEXT\n", a.ID, a.ID)
+		}
 		for _, r := range a.Reasons {
 			fmt.Fprintf(c.Stdout, "  %s: %s: %s\n", a.ID, r.Code, oneLine(r.Message, 200))
 		}
@@ -215,18 +219,30 @@ func (c *CLI) printRun(asJSON bool, run apitype.Run, as []apitype.Attempt) int {
 // finished are canceled.
 func (c *CLI) watch(ctx context.Context, run apitype.Run, live bool) ([]apitype.Attempt, error) {
 	n := len(run.Attempts)
-	p := &progress{ids: run.Attempts, events: make([]apitype.Event, n), at: make([]time.Time, n), final: make([]*apitype.Attempt, n)}
+	p := &progress{ids: slices.Clone(run.Attempts), events: make([]apitype.Event, n), at: make([]time.Time, n), final: make([]*apitype.Attempt, n)}
 	results := make([]apitype.Attempt, n)
 	errs := make([]error, n)
+	// cur is the attempt each slot follows: an infra error that benchd
+	// retries is followed by its retry, to the end of the chain.
+	cur := slices.Clone(run.Attempts)
 	var wg sync.WaitGroup
 	for i, id := range run.Attempts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a, err := c.follow(ctx, id, func(ev apitype.Event) { p.update(i, ev) })
-			results[i], errs[i] = a, err
-			if err == nil {
-				p.finish(i, a)
+			for {
+				a, err := c.follow(ctx, id, func(ev apitype.Event) { p.update(i, ev) })
+				if err == nil && a.RetriedBy != "" {
+					id = a.RetriedBy
+					cur[i] = id
+					p.retried(i, id)
+					continue
+				}
+				results[i], errs[i] = a, err
+				if err == nil {
+					p.finish(i, a)
+				}
+				return
 			}
 		}()
 	}
@@ -240,7 +256,7 @@ func (c *CLI) watch(ctx context.Context, run apitype.Run, live bool) ([]apitype.
 		var canceled []string
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		for i, id := range run.Attempts {
+		for i, id := range cur {
 			if errs[i] != nil {
 				if _, err := c.api().Cancel(cctx, id); err == nil {
 					canceled = append(canceled, id)
@@ -255,7 +271,7 @@ func (c *CLI) watch(ctx context.Context, run apitype.Run, live bool) ([]apitype.
 	var lost []string
 	for i, err := range errs {
 		if err != nil {
-			lost = append(lost, fmt.Sprintf("%s: %v", run.Attempts[i], err))
+			lost = append(lost, fmt.Sprintf("%s: %v", cur[i], err))
 		}
 	}
 	if len(lost) > 0 {
@@ -313,9 +329,8 @@ func (c *CLI) follow(ctx context.Context, id string, update func(apitype.Event))
 
 // progress is the live state of a run's attempts.
 type progress struct {
-	ids []string
-
 	mu     sync.Mutex
+	ids    []string // the attempt each slot follows
 	events []apitype.Event
 	at     []time.Time // when each last event came
 	final  []*apitype.Attempt
@@ -326,6 +341,13 @@ func (p *progress) update(i int, ev apitype.Event) {
 	defer p.mu.Unlock()
 	p.events[i] = ev
 	p.at[i] = time.Now()
+}
+
+// retried makes slot i follow id, the retry of its infra error.
+func (p *progress) retried(i int, id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ids[i], p.events[i] = id, apitype.Event{Attempt: id, State: apitype.StateQueued}
 }
 
 func (p *progress) finish(i int, a apitype.Attempt) {
@@ -355,7 +377,7 @@ func (p *progress) lines() []string {
 func liveLine(id string, ev apitype.Event, final *apitype.Attempt) string {
 	if final != nil {
 		return fmt.Sprintf("%-14s %-11s %8s  peak %10s  edits %4d  denied %3d  %s", id, verdict(*final),
-			formatMS(final.WallMS), formatBytes(final.PeakMemoryBytes), final.Edits, final.Denied, reasonCodes(*final))
+			wallTime(*final), formatBytes(final.PeakMemoryBytes), final.Edits, final.Denied, reasonCodes(*final))
 	}
 	what := ev.State
 	if what == "" {

@@ -151,8 +151,14 @@ func printScorecard(w io.Writer, sc draw.Scorecard) {
 		if s.LeftOut > 0 {
 			fmt.Fprintf(w, "  left out: %s graded by another bundle (another series)\n", plural(s.LeftOut, "attempt"))
 		}
+		if s.Retried > 0 {
+			fmt.Fprintf(w, "  retried: %s left out, counted by their retries\n", plural(s.Retried, "infra error"))
+		}
 		if s.Unfinished > 0 {
 			fmt.Fprintf(w, "  unfinished: %s\n", plural(s.Unfinished, "attempt"))
+		}
+		if s.Unresolved > 0 {
+			fmt.Fprintf(w, "  unresolved: %s left to review, neither passed nor failed (not scored until benchctl review decides them)\n", plural(s.Unresolved, "attempt"))
 		}
 		if len(s.Agents) == 0 {
 			fmt.Fprintln(w, "  no attempts")
@@ -211,6 +217,9 @@ func notScored(a draw.AgentScore) string {
 	}
 	if a.Canceled > 0 {
 		parts = append(parts, fmt.Sprintf("%d canceled", a.Canceled))
+	}
+	if a.Unresolved > 0 {
+		parts = append(parts, fmt.Sprintf("%d unresolved", a.Unresolved))
 	}
 	if a.Note != "" {
 		parts = append(parts, a.Note)

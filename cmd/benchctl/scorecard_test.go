@@ -42,6 +42,35 @@ func scoreDaemon(t *testing.T) *suiteDaemon {
 	return d
 }
 
+// TestScorecardUnresolved: an attempt left to review is not scored and
+// the scorecard says how many there are.
+func TestScorecardUnresolved(t *testing.T) {
+	d := newSuiteDaemon(t, nil)
+	d.seed("good", "", everyTask("PP"))
+	d.seed("good", "", map[string]string{"rt-06": "U"})
+	code, stdout, stderr := runCLI(t, d.Socket, nil, false, "scorecard")
+	if code != exitOK {
+		t.Fatalf("got exit %d, stderr %q", code, stderr)
+	}
+	for _, re := range []string{
+		`unresolved: 1 attempt left to review, neither passed nor failed \(not scored`,
+		`good\s+12\s+12\s+6\s+100.0%.*1 unresolved`,
+		`rt-06\s+good\s+pass, pass, unresolved\n`,
+	} {
+		if !regexp.MustCompile(re).MatchString(stdout) {
+			t.Errorf("got stdout\n%s\nwant a match of %s", stdout, re)
+		}
+	}
+	code, stdout, _ = runCLI(t, d.Socket, nil, false, "scorecard", "--json")
+	var sc draw.Scorecard
+	if err := json.Unmarshal([]byte(stdout), &sc); err != nil || code != exitOK {
+		t.Fatalf("--json: got exit %d, %v", code, err)
+	}
+	if a := sc.Series[0].Agents[0]; a.Unresolved != 1 || a.Scored != 12 || sc.Series[0].Unresolved != 1 {
+		t.Errorf("--json: got unresolved %d, scored %d, series unresolved %d; want 1, 12, 1", a.Unresolved, a.Scored, sc.Series[0].Unresolved)
+	}
+}
+
 func TestScorecardText(t *testing.T) {
 	d := scoreDaemon(t)
 	code, stdout, stderr := runCLI(t, d.Socket, nil, false, "scorecard")

@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,11 +14,14 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"benchd.dev/client/apitype"
 	"benchd.dev/fsmon/journal"
+	"benchd.dev/internal/dsse"
 )
 
 // check is one verdict of verify.
@@ -37,6 +41,15 @@ type verifyResult struct {
 	Blobs   int      `json:"blobs"`
 	Checks  []check  `json:"checks"`
 	Notes   []string `json:"notes,omitempty"`
+	// SignerChecked says whether --key was given and the signature is
+	// that key's; without it, OK means every other check passed.
+	SignerChecked bool `json:"signer_checked"`
+	// KeyID is the id of the key given with --key.
+	KeyID string `json:"keyid,omitempty"`
+	// Regraded says the grade was run again (--regrade) and agreed.
+	Regraded bool `json:"regraded"`
+	// Review is the signed review of a reviewed attempt, once checked.
+	Review *apitype.Review `json:"review,omitempty"`
 }
 
 func (r *verifyResult) add(name string, err error, okDetail string) bool {
@@ -60,6 +73,10 @@ func (r *verifyResult) firstProblem() string {
 
 func (c *CLI) cmdVerify(ctx context.Context, args []string) int {
 	f := c.newFlags("verify")
+	keyArg := f.String("key", "", "benchd's public host key: `FILE` or 64 hex digits, as benchctl key prints it (without it the signer is not checked, exit 3)")
+	regradeFlag := f.Bool("regrade", false, "grade the attempt again from its journal with benchd's grader and compare verdicts (needs --tasks; run as root so the agent's code runs confined)")
+	tasksFlag := f.String("tasks", "", "with --regrade: the directory of task bundles holding the bundle the attempt was graded with")
+	benchdFlag := f.String("benchd", "", "with --regrade: the benchd binary to grade with (default: beside benchctl, then PATH)")
 	pos, code, ok := c.parse(f, args)
 	if !ok {
 		return code
@@ -68,16 +85,40 @@ func (c *CLI) cmdVerify(ctx context.Context, args []string) int {
 		return code
 	}
 	file := pos[0]
+	var key ed25519.PublicKey
+	if *keyArg != "" {
+		k, err := parseKey(*keyArg)
+		if err != nil {
+			return c.usageError("verify", "%v", err)
+		}
+		key = k
+	}
+	var rg *regradeOpts
+	if *regradeFlag {
+		if *tasksFlag == "" {
+			return c.usageError("verify", "--regrade needs --tasks DIR, the bundles to grade with")
+		}
+		bin, err := findBenchd(*benchdFlag)
+		if err != nil {
+			return c.usageError("verify", "%v", err)
+		}
+		rg = &regradeOpts{tasks: *tasksFlag, benchd: bin}
+	} else if *tasksFlag != "" || *benchdFlag != "" {
+		return c.usageError("verify", "--tasks and --benchd go with --regrade")
+	}
 	if _, err := os.Stat(file); err != nil {
 		return c.fail("verify", exitError, err)
 	}
-	res, err := verifyArchive(file)
+	res, err := verifyArchive(ctx, file, key, rg)
 	if err != nil {
 		return c.fail("verify", exitError, err)
 	}
 	code = exitOK
-	if !res.OK {
+	switch {
+	case !res.OK:
 		code = exitNo
+	case !res.SignerChecked:
+		code = exitUnchecked
 	}
 	if f.json {
 		c.printJSON(res)
@@ -95,8 +136,16 @@ func (c *CLI) cmdVerify(ctx context.Context, args []string) int {
 	for _, n := range res.Notes {
 		fmt.Fprintf(c.Stdout, "note: %s\n", n)
 	}
+	if rv := res.Review; rv != nil {
+		fmt.Fprintf(c.Stdout, "reviewed: %s by uid %d at %s (the grader had left it to review): %s\n",
+			rv.Outcome, rv.UID, rv.Time.UTC().Format(time.RFC3339), oneLine(rv.Why, 200))
+	}
+	if res.OK && res.SignerChecked {
+		fmt.Fprintf(c.Stdout, "verified: %s: attempt %s of task %s, signed by the key given (keyid %s)\n", file, res.Attempt, res.Task, shortSHA(res.KeyID))
+		return code
+	}
 	if res.OK {
-		fmt.Fprintf(c.Stdout, "verified: %s: attempt %s of task %s\n", file, res.Attempt, res.Task)
+		fmt.Fprintf(c.Stdout, "verified, except the signer: %s: attempt %s of task %s; the signer was not checked (give --key)\n", file, res.Attempt, res.Task)
 		return code
 	}
 	c.errorLine("verify", file+": "+res.firstProblem())
@@ -113,8 +162,16 @@ var requiredFiles = []string{"journal.jsonl", "attempt.json", "task.json", "tran
 // tree, and that the changeset of the replayed tree is attempt.json's.
 // The error is for an archive that cannot be read at all (I/O); a bad
 // archive is a result whose OK is false.
-func verifyArchive(file string) (*verifyResult, error) {
+// regradeOpts are verify --regrade's: where the bundles and benchd are.
+type regradeOpts struct {
+	tasks, benchd string
+}
+
+func verifyArchive(ctx context.Context, file string, key ed25519.PublicKey, rg *regradeOpts) (*verifyResult, error) {
 	res := &verifyResult{File: file, Checks: []check{}}
+	if key != nil {
+		res.KeyID = dsse.KeyID(key)
+	}
 	dir, err := os.MkdirTemp("", "benchctl-verify-")
 	if err != nil {
 		return nil, err
@@ -146,6 +203,29 @@ func verifyArchive(file string) (*verifyResult, error) {
 	res.Task = task.ID
 	if aerr == nil && terr == nil {
 		res.add("task", checkTask(a, task), fmt.Sprintf("%s, bundle %s", task.ID, shortSHA(task.SHA256)))
+	}
+	signed, detail, serr := checkSignature(filepath.Join(root, signedName), key)
+	res.add("signature", serr, detail)
+	res.SignerChecked = serr == nil && key != nil
+	if serr == nil && key == nil {
+		res.Notes = append(res.Notes, "the signer was not checked: without --key, anyone could have made the signature; give benchd's public key (benchctl key on its host)")
+	}
+	if serr == nil && aerr == nil {
+		res.add("statement", checkStatement(signed, a), "every signed field (verdict and reasons, review, journal head, task bundle, agent, limits, timings, version) equals attempt.json's")
+	}
+	if serr == nil {
+		detail, err := checkReview(root, signed)
+		res.add("review", err, detail)
+		if err == nil && signed.Review != nil {
+			res.Review = signed.Review
+		}
+	}
+	if serr == nil && terr == nil {
+		detail, note, err := checkPolicy(signed, &task)
+		res.add("policy", err, detail)
+		if note != "" {
+			res.Notes = append(res.Notes, note)
+		}
 	}
 
 	jpath := filepath.Join(root, "journal.jsonl")
@@ -179,12 +259,30 @@ func verifyArchive(file string) (*verifyResult, error) {
 		}
 		res.add("head", herr, fmt.Sprintf("last hash %s equals attempt.json's journal_head", shortSHA(last.Hash)))
 		if res.add("replay", journal.VerifyReplay(recs, blobs), "replaying the records rebuilds the final tree") && aerr == nil {
-			note, err := checkChangeset(recs, blobs, a, task)
-			res.add("changeset", err, plural(len(a.Changeset), "change")+", equal to attempt.json's changeset")
+			// The changeset and rederive checks compare the same two
+			// trees: replayed once.
+			ends, rerr := replayEnds(recs, blobs)
+			note, detail, cerr, derr := "", "", rerr, rerr
+			if rerr == nil {
+				note, cerr = checkChangeset(ends, a, task)
+				detail, derr = rederive(recs, ends, a, task)
+			}
+			res.add("changeset", cerr, plural(len(a.Changeset), "change")+", equal to attempt.json's changeset")
 			if note != "" {
 				res.Notes = append(res.Notes, note)
 			}
+			res.add("rederive", derr, detail)
+			if rg != nil {
+				detail, err := regrade(ctx, root, a, recs, blobs, rg.tasks, rg.benchd)
+				res.add("regrade", err, detail)
+				res.Regraded = err == nil
+			}
 		}
+	}
+	if rg == nil {
+		res.Notes = append(res.Notes, "the grade itself was not re-run: verify checks the record, not the grader's judgement (verify --regrade --tasks DIR runs it)")
+	} else if !res.Regraded && !slices.ContainsFunc(res.Checks, func(c check) bool { return c.Name == "regrade" }) {
+		res.Notes = append(res.Notes, "the grade was not re-run: the journal did not check out")
 	}
 	res.OK = true
 	for _, c := range res.Checks {
@@ -225,7 +323,7 @@ func unpack(file, dir string) (string, int, error) {
 			return "", n, fmt.Errorf("not a tar archive (entry %d): %w", n+1, err)
 		}
 		n++
-		name := strings.TrimPrefix(h.Name, "./")
+		name := h.Name
 		clean := path.Clean(name)
 		if name == "" || path.IsAbs(name) || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(name, "\\") {
 			return "", n, fmt.Errorf("entry %q leads outside the archive", h.Name)
@@ -334,21 +432,29 @@ func checkAllBlobs(blobs *journal.Blobs) (int, error) {
 	return n, err
 }
 
+// treeEnds are a journal's initial tree and the final one (the tree
+// before its unmount record).
+type treeEnds struct{ initial, final journal.Tree }
+
+// replayEnds replays recs to its two ends.
+func replayEnds(recs []journal.Record, blobs *journal.Blobs) (treeEnds, error) {
+	initial, err := journal.ReplayTree(recs, blobs, 0)
+	if err != nil {
+		return treeEnds{}, err
+	}
+	final, err := journal.ReplayTree(recs, blobs, recs[len(recs)-1].Seq-1)
+	if err != nil {
+		return treeEnds{}, err
+	}
+	return treeEnds{initial, final}, nil
+}
+
 // checkChangeset compares the changeset of the replayed final tree with
 // attempt.json's. With the task's edit policy (task.json's allow and
 // ignore globs) they must be equal; without it, every recorded change
 // must be in the replay, and changes the recorded changeset lacks are
 // only noted, as the policy may have ignored them.
-func checkChangeset(recs []journal.Record, blobs *journal.Blobs, a apitype.Attempt, t apitype.TaskInfo) (string, error) {
-	last := recs[len(recs)-1]
-	initial, err := journal.ReplayTree(recs, blobs, 0)
-	if err != nil {
-		return "", err
-	}
-	final, err := journal.ReplayTree(recs, blobs, last.Seq-1)
-	if err != nil {
-		return "", err
-	}
+func checkChangeset(ends treeEnds, a apitype.Attempt, t apitype.TaskInfo) (string, error) {
 	havePolicy := t.Allow != nil || t.Ignore != nil
 	pol := journal.Policy{Allow: t.Allow, Ignore: t.Ignore}
 	var ignored func(string) bool
@@ -358,7 +464,7 @@ func checkChangeset(recs []journal.Record, blobs *journal.Blobs, a apitype.Attem
 		}
 		ignored = pol.IsIgnored
 	}
-	got := changeKeys(journal.DiffTrees(initial, final, ignored))
+	got := changeKeys(journal.DiffTrees(ends.initial, ends.final, ignored))
 	want := changeKeys(fromAPIChanges(a.Changeset))
 	gotSet := map[string]bool{}
 	for _, k := range got {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"benchd.dev/client/apitype"
 	"benchd.dev/daemon/runs"
 	"benchd.dev/graders"
 	"benchd.dev/limits"
@@ -19,26 +20,37 @@ import (
 // gradeOutput is the --json form of a verdict.
 type gradeOutput struct {
 	Task    string           `json:"task"`
+	Outcome string           `json:"outcome"` // pass, fail or review
 	Pass    bool             `json:"pass"`
 	Reward  int              `json:"reward"`
 	Reasons []graders.Reason `json:"reasons"`
 	Detail  string           `json:"detail,omitempty"`
+	Seed    uint64           `json:"seed"` // of the generated checks: --seed repeats them
 }
 
-// runGrade implements "benchd grade --task ID [--tasks DIR] [--json] DIR":
-// it grades the finished workspace DIR against the task's hidden tests
-// and the shared rules (the changeset is DIR against the bundle's
-// workspace; agent facts such as exit status are unknown and not
-// checked). As root, grader commands run confined as the daemon runs
-// them (a sandbox with its own cgroup and a closed network namespace, the
-// task store masked); otherwise they run directly. Exit 0 pass, 1 fail,
-// 2 bad usage or infra error.
+// runGrade implements "benchd grade --task ID [--tasks DIR] [--seed N]
+// [--attempt FILE [--stdout FILE]] [--json] DIR": it grades the finished
+// workspace DIR against the task's hidden checks and the shared rules.
+// Without --attempt the changeset is DIR against the bundle's workspace
+// and agent facts such as exit status are unknown and not checked. With
+// --attempt (an attempt.json, as an export holds it) the grading takes
+// that attempt's recorded facts (runs.RecordedFacts: exit status,
+// timeout, refused edits, network use, changeset, the checks' seed, and
+// the final message from --stdout), and a bundle whose hash differs from
+// the attempt's is refused: this is what `benchctl verify --regrade`
+// runs. As root, grader commands run confined as the daemon runs them (a
+// sandbox with its own cgroup and a closed network namespace, the task
+// store masked); otherwise they run directly. Exit 0 pass, 1 fail or
+// review, 2 bad usage or infra error.
 func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("grade", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
 	id := fl.String("task", "", "task id (rt-01) or bundle directory name")
 	dir := fl.String("tasks", "", "directory of task bundles (default: $BENCHD_TASKS, then beside the binary)")
 	asJSON := fl.Bool("json", false, "print the verdict as one JSON object")
+	seed := fl.Uint64("seed", 0, "seed of the task's generated checks (default: the attempt's with --attempt, else a random one; the verdict prints it)")
+	attemptFile := fl.String("attempt", "", "grade with the facts an attempt recorded: its attempt.json (as exported)")
+	stdoutFile := fl.String("stdout", "", "with --attempt: the agent's stdout (transcript/stdout), for its final message")
 	// Flags may follow the workspace argument too.
 	var pos []string
 	for rest := args; ; {
@@ -90,9 +102,33 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return fail(stderr, 2, "grade: unable to prepare cgroups for the graders: %v", err)
 		}
 		defer deleg.Undo()
-		runner = runs.ConfinedGraderRunner(runs.GraderRunnerConfig{Mask: []string{store}, CgroupParent: deleg.Parent, MemoryMax: int64(task.MemoryMB) << 20, ScratchRoot: scratch})
+		runner = runs.ConfinedGraderRunner(runs.GraderRunnerConfig{Mask: []string{store}, Binds: runs.TaskBinds(task), CgroupParent: deleg.Parent, MemoryMax: int64(task.MemoryMB) << 20, ScratchRoot: scratch})
 	}
-	v, err := graders.Grade(ctx, graders.Input{Task: task, Workspace: ws, ScratchRoot: scratch}, runner)
+	in := graders.Input{}
+	if *attemptFile != "" {
+		a, err := readAttemptFile(*attemptFile)
+		if err != nil {
+			return fail(stderr, 2, "grade: --attempt: %v", err)
+		}
+		if a.Task != task.ID {
+			return fail(stderr, 2, "grade: --attempt: the attempt is of task %q, not %s", a.Task, task.ID)
+		}
+		sha, err := task.BundleSHA256()
+		if err != nil {
+			return fail(stderr, 2, "grade: %v", err)
+		}
+		if a.TaskSHA256 != "" && sha != a.TaskSHA256 {
+			return fail(stderr, 2, "grade: the attempt was graded with bundle %s of %s, but %s holds bundle %s", a.TaskSHA256, task.ID, task.Dir, sha)
+		}
+		in = runs.RecordedFacts(a, *stdoutFile)
+	} else if *stdoutFile != "" {
+		return fail(stderr, 2, "grade: --stdout needs --attempt")
+	}
+	in.Task, in.Workspace, in.ScratchRoot = task, ws, scratch
+	if *seed != 0 {
+		in.Seed = *seed
+	}
+	v, err := graders.Grade(ctx, in, runner)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return fail(stderr, 2, "grade: interrupted")
@@ -100,7 +136,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, 2, "grade: %v", err)
 	}
 	if *asJSON {
-		out := gradeOutput{Task: task.ID, Pass: v.Pass, Reward: v.Reward, Reasons: v.Reasons, Detail: v.Detail}
+		out := gradeOutput{Task: task.ID, Outcome: v.Outcome, Pass: v.Pass, Reward: v.Reward, Reasons: v.Reasons, Detail: v.Detail, Seed: v.Seed}
 		if out.Reasons == nil {
 			out.Reasons = []graders.Reason{}
 		}
@@ -109,10 +145,13 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	} else {
 		word := "FAIL"
-		if v.Pass {
+		switch {
+		case v.Pass:
 			word = "PASS"
+		case v.Review():
+			word = "REVIEW"
 		}
-		fmt.Fprintf(stdout, "%s %s (reward %d)\n", word, task.ID, v.Reward)
+		fmt.Fprintf(stdout, "%s %s (reward %d, seed %d)\n", word, task.ID, v.Reward, v.Seed)
 		for _, r := range v.Reasons {
 			fmt.Fprintf(stdout, "  %s: %s\n", r.Code, r.Message)
 		}
@@ -121,4 +160,20 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	return 0
+}
+
+// readAttemptFile reads an attempt.json.
+func readAttemptFile(p string) (apitype.Attempt, error) {
+	var a apitype.Attempt
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return a, err
+	}
+	if err := json.Unmarshal(b, &a); err != nil {
+		return a, fmt.Errorf("%s: %v", p, err)
+	}
+	if a.ID == "" || a.Task == "" {
+		return a, fmt.Errorf("%s is not an attempt.json (no id or task)", p)
+	}
+	return a, nil
 }

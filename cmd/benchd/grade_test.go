@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"benchd.dev/client/apitype"
 	"benchd.dev/internal/testenv"
 	"benchd.dev/tasks"
 )
@@ -39,6 +41,31 @@ func TestRunGrade(t *testing.T) {
 	testenv.Require(t, testenv.Python, testenv.Pytest)
 	ref := workspaceOf(t, "reference")
 	broken := workspaceOf(t, "edits-tests")
+	task, err := tasks.Find(repoTasks, "rt-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha, err := task.BundleSHA256()
+	if err != nil {
+		t.Fatal(err)
+	}
+	attemptFile := func(a apitype.Attempt) string {
+		p := filepath.Join(t.TempDir(), "attempt.json")
+		b, _ := json.Marshal(a)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	recorded := apitype.Attempt{ID: "a-1", Task: "rt-01", TaskSHA256: sha, ExitCode: 0, GradeSeed: 77}
+	exited3 := recorded
+	exited3.ExitCode = 3
+	refused := recorded
+	refused.Denied = 2
+	otherBundle := recorded
+	otherBundle.TaskSHA256 = strings.Repeat("ab", 32)
+	otherTask := recorded
+	otherTask.Task = "rt-02"
 	tests := []struct {
 		name     string
 		args     []string
@@ -46,9 +73,11 @@ func TestRunGrade(t *testing.T) {
 		wantOut  []string // substrings of stdout
 		wantErr  string   // substring of stderr
 	}{
-		{"reference passes", []string{"--task", "rt-01", "--tasks", repoTasks, ref}, 0, []string{"PASS rt-01 (reward 1)"}, ""},
+		{"reference passes", []string{"--task", "rt-01", "--tasks", repoTasks, ref}, 0, []string{"PASS rt-01 (reward 1, seed "}, ""},
+		{"seed kept", []string{"--task", "rt-01", "--tasks", repoTasks, "--seed", "12345", ref}, 0, []string{"PASS rt-01 (reward 1, seed 12345)"}, ""},
+		{"bad seed", []string{"--task", "rt-01", "--tasks", repoTasks, "--seed", "-1", ref}, 2, nil, "invalid value"},
 		{"flags after dir", []string{ref, "--tasks", repoTasks, "--task", "rt-01-circular-counter"}, 0, []string{"PASS rt-01"}, ""},
-		{"wrong files fail", []string{"--task", "rt-01", "--tasks", repoTasks, broken}, 1, []string{"FAIL rt-01 (reward 0)", "wrong_files: ", "tests/test_public.py (modified)"}, ""},
+		{"wrong files fail", []string{"--task", "rt-01", "--tasks", repoTasks, broken}, 1, []string{"FAIL rt-01 (reward 0, seed ", "wrong_files: ", "tests/test_public.py (modified)"}, ""},
 		{"no task", []string{"--tasks", repoTasks, ref}, 2, nil, "--task is required"},
 		{"no dir", []string{"--task", "rt-01", "--tasks", repoTasks}, 2, nil, "exactly one workspace DIR"},
 		{"two dirs", []string{"--task", "rt-01", "--tasks", repoTasks, ref, ref}, 2, nil, "exactly one workspace DIR"},
@@ -56,6 +85,14 @@ func TestRunGrade(t *testing.T) {
 		{"bad task id", []string{"--task", "../etc", "--tasks", repoTasks, ref}, 2, nil, "invalid task"},
 		{"missing dir", []string{"--task", "rt-01", "--tasks", repoTasks, "/nonexistent/ws"}, 2, nil, "not a directory"},
 		{"bad flag", []string{"--bogus"}, 2, nil, "flag provided but not defined"},
+		// With an attempt's recorded facts, as verify --regrade runs it.
+		{"recorded facts pass", []string{"--task", "rt-01", "--tasks", repoTasks, "--attempt", attemptFile(recorded), ref}, 0, []string{"PASS rt-01 (reward 1, seed 77)"}, ""},
+		{"recorded exit status", []string{"--task", "rt-01", "--tasks", repoTasks, "--attempt", attemptFile(exited3), ref}, 1, []string{"agent_exit_nonzero"}, ""},
+		{"recorded refused edits", []string{"--task", "rt-01", "--tasks", repoTasks, "--attempt", attemptFile(refused), ref}, 1, []string{"wrong_files: the agent tried 2 change(s)"}, ""},
+		{"another bundle", []string{"--task", "rt-01", "--tasks", repoTasks, "--attempt", attemptFile(otherBundle), ref}, 2, nil, "was graded with bundle abab"},
+		{"another task", []string{"--task", "rt-01", "--tasks", repoTasks, "--attempt", attemptFile(otherTask), ref}, 2, nil, `the attempt is of task "rt-02"`},
+		{"not an attempt", []string{"--task", "rt-01", "--tasks", repoTasks, "--attempt", repoTasks + "/rt-01-circular-counter/task.toml", ref}, 2, nil, "--attempt"},
+		{"stdout alone", []string{"--task", "rt-01", "--tasks", repoTasks, "--stdout", "x", ref}, 2, nil, "--stdout needs --attempt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

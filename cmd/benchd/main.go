@@ -1,11 +1,12 @@
 // Command benchd is the benchd daemon and its local tools.
 //
-//	benchd [--socket PATH] [--state DIR] [--tasks DIR] [--concurrency N] [--agent-user NAME]
+//	benchd [--socket PATH] [--state DIR] [--tasks DIR] [--concurrency N] [--max-queued N] [--agent-user NAME] [--retries N]
 //	                                        run the daemon in the foreground
 //	benchd watch [flags] -- CMD [ARGS...]   journal a command's changes to a directory
 //	benchd journal verify FILE              check a journal's hash chain and blobs
 //	benchd grade --task ID DIR              grade a finished workspace
 //	benchd cleanup                          remove what a crashed benchd left behind
+//	benchd key [--state DIR]                print the host key's public half (made if missing)
 //
 // Every subcommand takes --json; errors are one line on stderr, and bad
 // usage exits 2.
@@ -32,11 +33,12 @@ func main() {
 }
 
 const usage = `usage:
-  benchd [--socket PATH] [--state DIR] [--tasks DIR] [--concurrency N] [--agent-user NAME]
+  benchd [--socket PATH] [--state DIR] [--tasks DIR] [--concurrency N] [--max-queued N] [--agent-user NAME] [--retries N]
   benchd watch [--dir DIR] [--allow GLOB]... [--ignore GLOB]... [--mode content|writes] --journal FILE [--json] -- CMD [ARGS...]
   benchd journal verify [--json] FILE
   benchd grade --task ID [--tasks DIR] [--json] DIR
   benchd cleanup [--under DIR] [--state DIR] [--json]
+  benchd key [--state DIR] [--json]
 `
 
 // run dispatches a subcommand and returns the exit status.
@@ -59,6 +61,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runInChild(args[1:], stderr)
 	case "cleanup":
 		return runCleanup(ctx, args[1:], stdout, stderr)
+	case "key":
+		return runKey(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

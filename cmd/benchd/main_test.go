@@ -152,31 +152,60 @@ func TestWatchBadInput(t *testing.T) {
 	}
 }
 
-func TestCrashThenCleanup(t *testing.T) {
-	testenv.Require(t, testenv.Root, testenv.FUSE)
+// startWatch starts `benchd watch -- sleep 60` on a fresh workspace, in a
+// process group of its own, and waits for its view. done is closed when
+// benchd has exited; at the test's end the group is killed (and
+// continued, should it be stopped), and that exit waited for, bounded.
+func startWatch(t *testing.T) (cmd *exec.Cmd, done <-chan struct{}, mnt, tmp string) {
+	t.Helper()
 	ws, tmp := workspace(t)
-	mnt := filepath.Join(tmp, "mnt")
+	mnt = filepath.Join(tmp, "mnt")
 	os.Mkdir(mnt, 0o755)
-	cmd := exec.Command(benchdBin, "watch", "--mountpoint", mnt, "--journal", filepath.Join(tmp, "j"), "--", "sleep", "30")
+	cmd = exec.Command(benchdBin, "watch", "--mountpoint", mnt, "--journal", filepath.Join(tmp, "j"), "--", "sleep", "60")
 	cmd.Dir = ws
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			t.Error("benchd watch did not exit")
+		}
+	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if m, _ := fsmon.IsMountpoint(mnt); m {
-			break
+			return cmd, exited, mnt, tmp
 		}
 		if time.Now().After(deadline) {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			t.Fatal("the view never appeared")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func TestCrashThenCleanup(t *testing.T) {
+	testenv.Require(t, testenv.Root, testenv.FUSE)
+	cmd, waited, mnt, tmp := startWatch(t)
 	// kill -9 benchd and the command it started (its own process group).
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	cmd.Wait()
+	// A killed FUSE server can stay a zombie holding /dev/fuse when one of
+	// its own threads waits on its view; then only cleanup's abort ends
+	// it. So the wait is bounded, and a server still there must be ended
+	// by cleanup.
+	exited := false
+	select {
+	case <-waited:
+		exited = true
+	case <-time.After(15 * time.Second):
+		t.Log("the killed benchd has not exited after 15 s; cleanup must abort its view")
+	}
 	if m, _ := fsmon.IsMountpoint(mnt); !m {
 		t.Fatal("expected the crashed view to be left mounted")
 	}
@@ -186,5 +215,51 @@ func TestCrashThenCleanup(t *testing.T) {
 	}
 	if m, _ := fsmon.IsMountpoint(mnt); m {
 		t.Fatal("cleanup left the view mounted")
+	}
+	if !exited {
+		select {
+		case <-waited:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the killed benchd is still there 30 s after cleanup aborted its view")
+		}
+	}
+}
+
+// TestCleanupAbortsStuckView leaves a view whose server is stopped
+// (SIGSTOP: it holds /dev/fuse but answers nothing, as a stuck zombie
+// does) with a process blocked on it. Cleanup must abort the connection
+// so the blocked process returns, not just detach the mount.
+func TestCleanupAbortsStuckView(t *testing.T) {
+	testenv.Require(t, testenv.Root, testenv.FUSE)
+	cmd, _, mnt, tmp := startWatch(t)
+	// Stop only benchd (not the command): its view stops answering.
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// A reader blocked on the stopped view, in a process of its own so
+	// that this test never waits on the view itself.
+	reader := exec.Command("cat", filepath.Join(mnt, "src", "counter.py"))
+	if err := reader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan error, 1)
+	go func() { read <- reader.Wait() }()
+	select {
+	case err := <-read:
+		t.Fatalf("the reader finished on a stopped view (%v): the test cannot show the abort", err)
+	case <-time.After(time.Second):
+	}
+	out, errOut, code := benchd(t, tmp, "cleanup", "--under", tmp)
+	if code != 0 || !strings.Contains(out, "unmounted "+mnt) {
+		t.Fatalf("cleanup: exit %d, %s%s", code, out, errOut)
+	}
+	select {
+	case err := <-read:
+		if err == nil {
+			t.Fatal("the reader read through an aborted view")
+		}
+	case <-time.After(30 * time.Second):
+		reader.Process.Kill()
+		t.Fatal("the reader is still blocked 30 s after cleanup: the connection was not aborted")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"sync"
 
 	"benchd.dev/client/apitype"
 	"benchd.dev/daemon"
@@ -32,9 +33,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	state := fl.String("state", daemon.DefaultStateDir, "state directory (database, blobs, attempts)")
 	tasksDir := fl.String("tasks", "", "task store (default: $BENCHD_TASKS or the installed tasks)")
 	concurrency := fl.Int("concurrency", 0, "attempts run at once (default: the number of cores)")
+	maxQueued := fl.Int("max-queued", daemon.DefaultMaxQueued, "attempts that may wait in the queue; a run beyond it is refused as busy")
 	agentUser := fl.String("agent-user", DefaultAgentUser, "unprivileged user agents run as")
 	group := fl.String("group", daemon.DefaultGroup, "group whose members may use benchd")
 	cgroupParent := fl.String("cgroup-parent", "", "delegated cgroup v2 group for attempt groups (default: benchd's own)")
+	retries := fl.Int("retries", 1, "times an infra-error attempt is retried automatically (0: never)")
 	if err := fl.Parse(args); err != nil {
 		return fail(stderr, 2, "%v", err)
 	}
@@ -43,6 +46,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if *concurrency < 0 {
 		return fail(stderr, 2, "--concurrency %d is negative", *concurrency)
+	}
+	if *retries < 0 {
+		return fail(stderr, 2, "--retries %d is negative", *retries)
+	}
+	if *maxQueued < 1 {
+		return fail(stderr, 2, "--max-queued %d: want at least 1", *maxQueued)
 	}
 	if os.Geteuid() != 0 {
 		return fail(stderr, 2, "the daemon must run as root")
@@ -66,6 +75,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		StateDir:     *state,
 		TasksDir:     *tasksDir,
 		Concurrency:  *concurrency,
+		Retries:      *retries,
+		MaxQueued:    *maxQueued,
 		AgentUID:     uid,
 		AgentGID:     gid,
 		Group:        *group,
@@ -73,16 +84,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Logger:       log,
 		Ready:        func() { sdNotify(log, "READY=1") },
 	}
+	// STOPPING=1 goes out when the stop begins, and at the latest before
+	// benchd exits: a stop that takes no time must not exit first.
+	var stopping sync.Once
+	notifyStopping := func() { stopping.Do(func() { sdNotify(log, "STOPPING=1") }) }
 	stopped := make(chan struct{})
 	defer close(stopped)
 	go func() {
 		select {
 		case <-ctx.Done():
-			sdNotify(log, "STOPPING=1")
+			notifyStopping()
 		case <-stopped:
 		}
 	}()
-	if err := daemon.Run(ctx, cfg); err != nil {
+	err = daemon.Run(ctx, cfg)
+	if ctx.Err() != nil {
+		notifyStopping()
+	}
+	if err != nil {
 		return fail(stderr, 1, "%v", err)
 	}
 	return 0

@@ -69,6 +69,9 @@ func TestServeBadUsage(t *testing.T) {
 		{"stray argument", []string{"--state", t.TempDir(), "extra"}, `unexpected argument "extra"`},
 		{"negative concurrency", []string{"--concurrency", "-1"}, "negative"},
 		{"bad concurrency", []string{"--concurrency", "many"}, "invalid value"},
+		{"negative retries", []string{"--retries", "-1"}, "--retries -1 is negative"},
+		{"bad retries", []string{"--retries", "twice"}, "invalid value"},
+		{"zero max queued", []string{"--max-queued", "0"}, "--max-queued 0: want at least 1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 
 	"benchd.dev/client"
 	"benchd.dev/client/apitype"
+	"benchd.dev/fsmon/journal"
 	"benchd.dev/internal/testenv"
 	"benchd.dev/sandbox"
 	"benchd.dev/tasks"
@@ -208,9 +209,22 @@ func startDaemon(t testing.TB, dir string, args ...string) *daemonProc {
 	return d
 }
 
+// kill sends SIGKILL and waits for benchd to exit. A killed benchd can
+// stay a zombie while one of its threads waits on an attempt's view that
+// it served itself; then only `benchd cleanup` (which aborts the views'
+// connections) ends it, so the wait is bounded and runs cleanup once.
 func (d *daemonProc) kill() {
 	d.cmd.Process.Signal(syscall.SIGKILL)
-	<-d.waited
+	select {
+	case <-d.waited:
+	case <-time.After(30 * time.Second):
+		out, _ := exec.Command(benchdBin, "cleanup", "--under", d.state).CombinedOutput()
+		select {
+		case <-d.waited:
+		case <-time.After(30 * time.Second):
+			panic(fmt.Sprintf("benchd (pid %d) still there 30 s after SIGKILL and cleanup: %s", d.cmd.Process.Pid, out))
+		}
+	}
 	d.waited <- nil
 	d.notify.Close()
 }
@@ -367,9 +381,13 @@ func (w want) matches(a apitype.Attempt) bool {
 // gets its expected verdict, through POST /v1/tasks/check.
 func TestTasksCheck(t *testing.T) {
 	d := shared(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// About a hundred gradings, RT-04's among them: generous, for a slow
+	// or loaded host.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
+	start := time.Now()
 	res, err := d.client.CheckTasks(ctx, "")
+	t.Logf("tasks check took %v", time.Since(start))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +553,11 @@ func TestForensics(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.tar")
 	os.WriteFile(good, archive, 0o644)
-	if out, code := runBenchctl(t, nil, "verify", good); code != 0 {
+	hk, err := d.client.HostKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, code := runBenchctl(t, nil, "verify", "--key", hk.PublicKey, good); code != 0 {
 		t.Fatalf("benchctl verify of the untouched archive: exit %d, want 0\n%s", code, out)
 	}
 	// One byte changed: in the journal (a digit of the second record's
@@ -732,6 +754,13 @@ func TestBadInput(t *testing.T) {
 		before, _ = d.client.Attempts(ctx, client.AttemptFilter{Limit: 10000})
 	}
 	huge := `{"task":"rt-01","agent":"builtin:null","model":"` + strings.Repeat("m", apitype.MaxBodyBytes) + `"}`
+	longAgent := `{"task":"rt-01","agent":"sleep ` + strings.Repeat("1", apitype.MaxAgentBytes-5) + `"}`
+	var vars []string
+	for i := range apitype.MaxEnvVars + 1 {
+		vars = append(vars, fmt.Sprintf(`{"name":"V%d","value":"x"}`, i))
+	}
+	manyEnv := `{"task":"rt-01","agent":"builtin:null","env":[` + strings.Join(vars, ",") + `]}`
+	bigEnv := `{"task":"rt-01","agent":"builtin:null","env":[{"name":"BIG","value":"` + strings.Repeat("v", apitype.MaxEnvValue+1) + `"}]}`
 	run := func(body string) func() io.Reader { return func() io.Reader { return strings.NewReader(body) } }
 	cases := []struct {
 		name, method, path string
@@ -755,6 +784,9 @@ func TestBadInput(t *testing.T) {
 		{"timeout not a duration", "POST", "/v1/runs", run(`{"task":"rt-01","agent":"builtin:null","timeout":"soon"}`), 400, apitype.CodeInvalid, "not a duration"},
 		{"too many attempts", "POST", "/v1/runs", run(`{"task":"rt-01","agent":"builtin:null","attempts":101}`), 400, apitype.CodeInvalid, "out of range"},
 		{"negative attempts", "POST", "/v1/runs", run(`{"task":"rt-01","agent":"builtin:null","attempts":-1}`), 400, apitype.CodeInvalid, "out of range"},
+		{"agent command too long", "POST", "/v1/runs", run(longAgent), 400, apitype.CodeInvalid, "agent command of 4097 bytes: at most 4096"},
+		{"too many env vars", "POST", "/v1/runs", run(manyEnv), 400, apitype.CodeInvalid, "65 environment variables: at most 64"},
+		{"env value too large", "POST", "/v1/runs", run(bigEnv), 400, apitype.CodeInvalid, "BIG has a value of 65537 bytes: at most 65536"},
 		{"bad env name", "POST", "/v1/runs", run(`{"task":"rt-01","agent":"builtin:null","env":[{"name":"A=B","value":"x"}]}`), 400, apitype.CodeInvalid, "A=B"},
 		{"bad gateway", "POST", "/v1/runs", run(`{"task":"rt-01","agent":"builtin:null","gateways":["model"]}`), 400, apitype.CodeInvalid, "gateway"},
 		{"unknown attempt", "GET", "/v1/attempts/a-nope", nil, 404, apitype.CodeNotFound, "a-nope"},
@@ -784,6 +816,63 @@ func TestBadInput(t *testing.T) {
 	}
 	if len(after) != len(before) {
 		t.Errorf("attempts after the bad requests: got %d, want %d (nothing changed)", len(after), len(before))
+	}
+}
+
+// TestQueueBound: with one worker busy, at most --max-queued attempts
+// wait; a run beyond that is refused as busy with the numbers, one larger
+// than the queue is invalid, and the queue takes runs again once it
+// drains.
+func TestQueueBound(t *testing.T) {
+	require(t)
+	dir := newDaemonDir(t)
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	d := startDaemon(t, dir, "--concurrency", "1", "--max-queued", "2")
+	defer d.stop(t)
+	busy, err := d.client.CreateRun(ctx, apitype.RunRequest{Task: "rt-01", Agent: "sleep 3600"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.client.Cancel(ctx, busy.Attempts[0])
+	waitPhase(t, d, busy.Attempts[0], apitype.PhaseRun)
+
+	status, e := rawDo(t, d.socket, "POST", "/v1/runs", strings.NewReader(`{"task":"rt-01","agent":"builtin:null","attempts":3}`))
+	if want := "attempts 3 out of range [1, 2]"; status != 400 || e.Code != apitype.CodeInvalid || !strings.Contains(e.Message, want) {
+		t.Errorf("3 attempts with --max-queued 2: got %d %s %q, want 400 invalid with %q", status, e.Code, e.Message, want)
+	}
+	waiting, err := d.client.CreateRun(ctx, apitype.RunRequest{Task: "rt-01", Agent: apitype.AgentNull, Attempts: 2})
+	if err != nil {
+		t.Fatalf("2 attempts into an empty queue of 2: %v", err)
+	}
+	status, e = rawDo(t, d.socket, "POST", "/v1/runs", strings.NewReader(`{"task":"rt-01","agent":"builtin:null"}`))
+	if want := "2 attempts queued and 1 asked for, beyond the limit of 2 (benchd --max-queued)"; status != 503 || e.Code != apitype.CodeBusy || !strings.Contains(e.Message, want) {
+		t.Errorf("a third attempt: got %d %s %q, want 503 busy with %q", status, e.Code, e.Message, want)
+	}
+	if _, err := d.client.CreateRun(ctx, apitype.RunRequest{Task: "rt-01", Agent: apitype.AgentNull}); !errors.Is(err, client.ErrBusy) {
+		t.Errorf("a third attempt through the client: got %v, want client.ErrBusy", err)
+	}
+	if _, err := d.client.Cancel(ctx, busy.Attempts[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range waiting.Attempts {
+		if a := wait(t, d.client, id); a.State != apitype.StateDone {
+			t.Errorf("queued attempt %s: got state %s, want done", id, a.State)
+		}
+	}
+	again, err := d.client.CreateRun(ctx, apitype.RunRequest{Task: "rt-01", Agent: apitype.AgentNull, Attempts: 2})
+	if err != nil {
+		t.Fatalf("2 attempts once the queue drained: %v", err)
+	}
+	for _, id := range again.Attempts {
+		wait(t, d.client, id)
+	}
+	list, err := d.client.Attempts(ctx, client.AttemptFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 5 {
+		t.Errorf("got %d attempts stored, want 5: the refused runs must store nothing", len(list))
 	}
 }
 
@@ -1077,5 +1166,271 @@ func TestSysusers(t *testing.T) {
 				t.Fatalf("dry run with %s %s existing=%v: got %q, want %q only when missing", c.db, c.name, exists, out, c.line)
 			}
 		})
+	}
+}
+
+// benchctlOn runs benchctl against socket and returns its combined
+// output and exit status, failing the test if it does not end within
+// two minutes.
+func benchctlOn(t *testing.T, socket string, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, benchctl, append([]string{"--socket", socket}, args...)...)
+	cmd.Dir = "/"
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("benchctl %v did not end within 2 minutes\n%s", args, out)
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(out), ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), 0
+}
+
+// killBounded is kill -9 of benchd with a bounded wait: a benchd whose
+// FUSE view is stuck must fail the test, not hang it.
+func (d *daemonProc) killBounded(t *testing.T) {
+	t.Helper()
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case err := <-d.waited:
+		d.waited <- err
+	case <-time.After(time.Minute):
+		t.Fatalf("benchd did not exit within a minute of SIGKILL\n%s", d.log.String())
+	}
+	d.notify.Close()
+}
+
+// stopBounded is SIGTERM of benchd with a bounded wait.
+func (d *daemonProc) stopBounded(t *testing.T) {
+	t.Helper()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.waited:
+		d.waited <- err
+		d.notify.Close()
+	case <-time.After(2 * time.Minute):
+		d.killBounded(t)
+		t.Fatalf("benchd did not stop within 2 minutes of SIGTERM\n%s", d.log.String())
+	}
+}
+
+// editThenSleep is an agent that edits RT-01's one writable file and
+// then waits to be stopped; the sleep's argument makes its processes
+// unique.
+const editThenSleep = `sh -c 'echo "# edited before the end" >> src/counter.py; exec sleep 3527'`
+
+// holdOpenThenSleep edits src/counter.py through a descriptor it keeps
+// open while it sleeps: the edit goes through passthrough and no
+// release records it before benchd dies.
+const holdOpenThenSleep = `sh -c 'exec 3>>src/counter.py; echo "# edited before the end" >&3; exec sleep 3529'`
+
+// startEditing starts an editThenSleep attempt and waits until its edit
+// is in the journal file on disk (the writer syncs in batches).
+func startEditing(t *testing.T, d *daemonProc) string {
+	t.Helper()
+	return startAgent(t, d, editThenSleep, journal.OpRelease)
+}
+
+// startAgent starts an attempt of agent on RT-01 and waits until the
+// journal file on disk has an ok record of op on src/counter.py and the
+// backing file holds the edit.
+func startAgent(t *testing.T, d *daemonProc, agent string, op journal.Op) string {
+	t.Helper()
+	run, err := d.client.CreateRun(context.Background(), apitype.RunRequest{Task: "rt-01", Agent: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := run.Attempts[0]
+	waitPhase(t, d, id, apitype.PhaseRun)
+	jpath := filepath.Join(d.state, "attempts", id, "journal.jsonl")
+	backing := filepath.Join(d.state, "attempts", id, "backing", "src", "counter.py")
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		recs, _ := journal.Read(jpath) // complete lines only
+		b, _ := os.ReadFile(backing)
+		for _, r := range recs {
+			if r.Op == op && r.Path == "src/counter.py" && r.Result == "ok" && strings.Contains(string(b), "# edited before the end") {
+				return id
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the edit of attempt %s is not in %s after 2 minutes (%d records)", id, jpath, len(recs))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkKeptJournal checks what benchctl shows of an attempt cut short:
+// log lists the edit and the interrupted record naming cause and says
+// the chain verifies, diff shows the edit, and an export verifies.
+func checkKeptJournal(t *testing.T, socket, id, cause string) {
+	t.Helper()
+	out, code := benchctlOn(t, socket, "log", id)
+	if code != 0 {
+		t.Fatalf("benchctl log %s: exit %d, want 0\n%s", id, code, out)
+	}
+	for _, want := range []string{"release", "src/counter.py", "interrupted", "unmount"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("benchctl log %s does not show %q:\n%s", id, want, out)
+		}
+	}
+	out, code = benchctlOn(t, socket, "--json", "log", id)
+	var lr struct {
+		Verified bool             `json:"verified"`
+		Records  []journal.Record `json:"records"`
+	}
+	if err := json.Unmarshal([]byte(out), &lr); err != nil || code != 0 {
+		t.Fatalf("benchctl --json log %s: exit %d, %v\n%s", id, code, err, out)
+	}
+	if !lr.Verified {
+		t.Errorf("benchctl log %s: the journal is not verified", id)
+	}
+	interrupted := slices.IndexFunc(lr.Records, func(r journal.Record) bool { return r.Op == journal.OpInterrupted })
+	if interrupted < 0 || !strings.Contains(lr.Records[interrupted].Name, cause) || lr.Records[len(lr.Records)-1].Op != journal.OpUnmount {
+		t.Errorf("benchctl log %s: want an interrupted record mentioning %q, then the unmount, got %+v", id, cause, lr.Records)
+	}
+	out, code = benchctlOn(t, socket, "diff", id)
+	if code != 0 || !strings.Contains(out, "# edited before the end") {
+		t.Errorf("benchctl diff %s: exit %d, want 0 and the edit\n%s", id, code, out)
+	}
+	archive := filepath.Join(t.TempDir(), id+".tar")
+	if out, code := benchctlOn(t, socket, "export", id, "-o", archive); code != 0 {
+		t.Fatalf("benchctl export %s: exit %d, want 0\n%s", id, code, out)
+	}
+	key, code := benchctlOn(t, socket, "key")
+	if code != 0 {
+		t.Fatalf("benchctl key: exit %d\n%s", code, key)
+	}
+	// With the key: without one verify exits 3, the signer unchecked.
+	if out, code := benchctlOn(t, socket, "verify", "--key", strings.TrimSpace(key), archive); code != 0 {
+		t.Errorf("benchctl verify of the export of %s: exit %d, want 0\n%s", id, code, out)
+	}
+}
+
+// TestJournalSurvives: the journal of an attempt whose benchd is killed
+// with SIGKILL while the agent runs is sealed at the next start (also
+// when the edited file is still open, its content then observed at
+// recovery), and that of a canceled attempt and of one running at
+// SIGTERM when benchd stops; each shows the edit made before the end in
+// benchctl log and diff, and exports an archive that verifies.
+func TestJournalSurvives(t *testing.T) {
+	require(t)
+	dir := newDaemonDir(t)
+	defer os.RemoveAll(dir)
+	d := startDaemon(t, dir, "--concurrency", "1")
+
+	killed := startEditing(t, d)
+	d.killBounded(t)
+	d = startDaemon(t, dir, "--concurrency", "1")
+	a, err := d.client.Attempt(context.Background(), killed)
+	if err != nil {
+		d.killBounded(t)
+		t.Fatal(err)
+	}
+	if a.State != apitype.StateInfraError || a.JournalHead == "" || len(a.Changeset) != 1 {
+		t.Errorf("attempt killed with benchd: got state %s head %q changeset %+v, want infra_error with a journal head and the edit", a.State, a.JournalHead, a.Changeset)
+	}
+	t.Run("kill -9", func(t *testing.T) { checkKeptJournal(t, d.socket, killed, "sealed at the next start") })
+
+	// The same with the edited file still open at the kill: recovery
+	// records what the backing file holds.
+	open := startAgent(t, d, holdOpenThenSleep, journal.OpOpen)
+	d.killBounded(t)
+	d = startDaemon(t, dir, "--concurrency", "1")
+	t.Run("kill -9, file open", func(t *testing.T) {
+		checkKeptJournal(t, d.socket, open, "sealed at the next start")
+		out, _ := benchctlOn(t, d.socket, "--json", "log", open)
+		var lr struct {
+			Records []journal.Record `json:"records"`
+		}
+		json.Unmarshal([]byte(out), &lr)
+		found := false
+		for _, r := range lr.Records {
+			found = found || r.Op == journal.OpRelease && r.Path == "src/counter.py" && r.Flags == journal.ReleaseAtRecovery
+		}
+		if !found {
+			t.Errorf("no release of src/counter.py observed at recovery in %+v", lr.Records)
+		}
+	})
+
+	canceled := startEditing(t, d)
+	if out, code := benchctlOn(t, d.socket, "cancel", canceled); code != 0 {
+		t.Errorf("benchctl cancel %s: exit %d, want 0\n%s", canceled, code, out)
+	}
+	t.Run("cancel", func(t *testing.T) { checkKeptJournal(t, d.socket, canceled, "canceled") })
+
+	stopped := startEditing(t, d)
+	d.stopBounded(t)
+	d = startDaemon(t, dir, "--concurrency", "1")
+	defer d.stopBounded(t)
+	t.Run("SIGTERM", func(t *testing.T) { checkKeptJournal(t, d.socket, stopped, "shut down") })
+}
+
+// TestSecretScrubbed: an agent echoes its --env secret to stdout and
+// stderr and asks DNS for a name made of it; the stored transcript (and
+// its capture files), benchctl show, the export archive and benchd's log
+// hold the marker, never the value.
+func TestSecretScrubbed(t *testing.T) {
+	d := shared(t)
+	ctx := context.Background()
+	secret := fmt.Sprintf("tok-%d-e2e-secret", time.Now().UnixNano())
+	const marker = "[env BENCH_TOKEN]"
+	agent := `sh -c 'echo "out $BENCH_TOKEN"; echo "err $BENCH_TOKEN" >&2; getent hosts "$BENCH_TOKEN.example"; exit 0'`
+	run, err := d.client.CreateRun(ctx, apitype.RunRequest{Task: "rt-01", Agent: agent,
+		Env: []apitype.EnvVar{{Name: "BENCH_TOKEN", Value: secret}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := run.Attempts[0]
+	if a := wait(t, d.client, id); a.State != apitype.StateDone {
+		t.Fatalf("attempt: got state %s (%s), want done", a.State, a.InfraError)
+	}
+
+	tr, err := d.client.Transcript(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Stdout != "out "+marker+"\n" || !strings.Contains(tr.Stderr, "err "+marker+"\n") {
+		t.Errorf("transcript: got stdout %q, stderr %q, want the marker where the agent printed its secret", tr.Stdout, tr.Stderr)
+	}
+	for _, f := range []string{"stdout", "stderr"} {
+		b, err := os.ReadFile(filepath.Join(d.state, "attempts", id, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("the capture file %s in the state directory holds the secret: %q", f, b)
+		}
+	}
+	show, code := runBenchctl(t, nil, "show", id)
+	if code != 1 && code != 0 {
+		t.Fatalf("benchctl show: exit %d\n%s", code, show)
+	}
+	showJSON, _ := runBenchctl(t, nil, "--json", "show", id)
+	if !strings.Contains(show, marker+".example") {
+		t.Errorf("benchctl show: want the DNS query as %s.example:\n%s", marker, show)
+	}
+	body, err := d.client.Export(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := io.ReadAll(body)
+	body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(archive, []byte("out "+marker)) {
+		t.Errorf("the export's transcript lacks the marker")
+	}
+	for what, text := range map[string]string{"benchctl show": show, "benchctl show --json": showJSON, "the export": string(archive), "benchd's log": d.log.String()} {
+		if strings.Contains(text, secret) {
+			t.Errorf("%s holds the secret value", what)
+		}
 	}
 }

@@ -44,6 +44,7 @@ type agent struct {
 	argv    []string       // commands: argv[0] is the resolved executable
 	env     []string       // presets: their environment, NAME=VALUE
 	files   []sandbox.File // presets: files written into $HOME
+	binds   []sandbox.Bind // presets: what they need beyond the sandbox's root
 }
 
 // ResolveAgent checks an agent spec against a task and returns its
@@ -177,14 +178,21 @@ func presetAgent(p *agents.Preset, in *agents.Input) (agent, error) {
 	}
 	a := agent{id: apitype.AgentIdentity{Spec: p.Name, Exe: exe, SHA256: sum, Args: argv[1:], Model: c.Model},
 		argv: append([]string{exe}, argv[1:]...), env: c.Env}
+	if in == nil {
+		c.Binds = p.BindPaths("")
+	}
+	for _, b := range c.Binds {
+		a.binds = append(a.binds, sandbox.Bind{Source: b, Target: b})
+	}
 	for _, f := range c.Files {
 		a.files = append(a.files, sandbox.File{Path: f.Path, Data: f.Data, Mode: 0o444})
 	}
 	return a, nil
 }
 
-// lookPath finds name as execve would inside the sandbox, whose / is the
-// host's: an absolute path as is, a bare name in path. A relative path
+// lookPath finds name as execve would inside the sandbox, on the host's
+// paths (the sandbox shows the host's /usr and what the agent's binds
+// name at the same paths): an absolute path as is, a bare name in path. A relative path
 // with a slash is refused: it would be relative to /workspace, which the
 // agent controls.
 func lookPath(name, path string) (string, error) {

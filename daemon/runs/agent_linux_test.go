@@ -139,36 +139,21 @@ func TestResolveAgent(t *testing.T) {
 	})
 }
 
-func TestComposeVerdict(t *testing.T) {
-	pass := graders.Verdict{Reward: 1, Pass: true, Reasons: []graders.Reason{}}
-	failed := graders.Verdict{Reasons: []graders.Reason{{Code: "tests_failed", Message: "x"}}}
-	wrong := graders.Verdict{Reasons: []graders.Reason{{Code: graders.CodeWrongFiles, Message: "x"}}}
-	tests := []struct {
-		name      string
-		gv        graders.Verdict
-		denied    int64
-		wantPass  bool
-		wantCodes []string
-	}{
-		{"pass", pass, 0, true, nil},
-		{"pass but denied", pass, 2, false, []string{graders.CodeWrongFiles}},
-		{"failed", failed, 0, false, []string{"tests_failed"}},
-		{"failed and denied", failed, 1, false, []string{"tests_failed", graders.CodeWrongFiles}},
-		{"wrong files not repeated", wrong, 3, false, []string{graders.CodeWrongFiles}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v := composeVerdict(tt.gv, tt.denied)
-			if v.Pass != tt.wantPass || !slices.Equal(codes(v.Reasons), tt.wantCodes) {
-				t.Errorf("got pass %v codes %v, want %v %v", v.Pass, codes(v.Reasons), tt.wantPass, tt.wantCodes)
-			}
-			if v.Reasons == nil {
-				t.Error("got nil reasons, want an empty list")
-			}
-			if v.Pass != (v.Reward == 1) {
-				t.Errorf("got pass %v with reward %d", v.Pass, v.Reward)
-			}
-		})
+// TestAPIVerdict: the wire verdict is the graders' as it is (Grade
+// decides it, the refused edits included), with reasons never null.
+func TestAPIVerdict(t *testing.T) {
+	for _, gv := range []graders.Verdict{
+		{Reward: 1, Pass: true, Outcome: graders.OutcomePass, Reasons: nil, Seed: 9},
+		{Outcome: graders.OutcomeFail, Reasons: []graders.Reason{{Code: "tests_failed", Message: "x"}, {Code: graders.CodeWrongFiles, Message: "y"}}},
+		{Outcome: graders.OutcomeReview, Reasons: []graders.Reason{{Code: graders.CodeNeedsReview, Message: "z"}}},
+	} {
+		v := apiVerdict(gv)
+		if v.Pass != gv.Pass || v.Reward != gv.Reward || v.Outcome != gv.Outcome || v.Seed != gv.Seed || !slices.Equal(codes(v.Reasons), gv.Codes()) {
+			t.Errorf("apiVerdict(%+v) = %+v", gv, v)
+		}
+		if v.Reasons == nil {
+			t.Error("got nil reasons, want an empty list")
+		}
 	}
 }
 

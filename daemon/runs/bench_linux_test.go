@@ -38,11 +38,21 @@ func BenchmarkAttemptOverhead(b *testing.B) {
 				var undos undo.Stack
 				t0 := time.Now()
 				id := fmt.Sprintf("o%d", i)
-				out, _, r, err := e.runAgent(ctx, Spec{AttemptID: id, Task: task, Agent: agent}, nil, &undos)
+				// The steps before grading: benchd's own cost.
+				r, err := e.newAttempt(Spec{AttemptID: id, Task: task, Agent: agent}, nil, &undos, &cutShort{})
 				if err != nil {
 					b.Fatal(err)
 				}
+				for _, st := range r.steps() {
+					if st.name == "grade" {
+						break
+					}
+					if err := st.run(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
 				r.enter("")
+				out := Outcome{Attempt: r.a}
 				t1 := time.Now()
 				if err := undos.Run(); err != nil {
 					b.Fatal(err)

@@ -1,15 +1,22 @@
 // Package runs runs one attempt: the only package that knows an attempt
 // is "a FUSE view + a cgroup + a netns + a sandbox + a grader". Engine.Run
-// takes DESIGN.md's steps in order, each set-up step registering its
-// undo on a stack that unwinds in reverse order, on failure and at the
-// end alike, so that no mount, cgroup or namespace outlives Run.
+// takes the steps of docs/design.md ("One attempt, step by step") in
+// order, each set-up step registering its undo on a stack that unwinds in
+// reverse order, on failure and at the end alike, so that no mount,
+// cgroup or namespace outlives Run.
 //
 // # The steps
 //
+//  0. probe: each gateway's endpoint is dialed from the host
+//     (netns.Probe, 5 s each) before anything of the attempt is made; a
+//     dead one is an infra error naming the gateway, the endpoint and the
+//     dial error.
 //  1. prepare: StateDir/attempts/ID/backing is a copy of the bundle's
-//     workspace plus plan.md (the task's instruction.md, mode 0444, owned
-//     by root). For a command agent the rest of the tree is handed to the
-//     agent's uid.
+//     workspace plus plan.md (the task's instruction.md, mode 0644). For
+//     a command agent the whole tree, plan.md included, is handed to the
+//     agent's uid: the view has the kernel check mode bits, and an edit
+//     of plan.md must reach the edit policy (refused, journaled as
+//     denied) rather than be refused by the kernel unrecorded.
 //  2. mount: an fsmon view of the backing dir at attempts/ID/mnt, with the
 //     task's edit policy, journaling to attempts/ID/journal.jsonl (blobs
 //     beside it). plan.md is in the initial tree, so an unchanged plan
@@ -20,15 +27,25 @@
 //     (builtin:null does nothing; a change the policy refuses is skipped
 //     and journaled). A command agent runs as a confine job: the view at
 //     /workspace and as its working directory, the task's memory limit,
-//     the network closed unless the task allows the internet, the
+//     a cgroup of its own with CPU weight AgentCPUWeight and the task's
+//     [environment] cpus as a CPU quota (where the host offers no cpu
+//     controller, the weight alone is dropped with a warning), the network closed unless the task allows the internet, the
 //     gateways, only the named environment variables plus BENCH_PLAN,
-//     Config.AgentUID and AgentGID, and the state directory (which holds
-//     the backing dir and every other attempt) and the task store masked.
-//     {plan} in its arguments becomes /workspace/plan.md.
+//     Config.AgentUID and AgentGID, the sandbox's allow-listed root and
+//     system call filter, read-only binds of the task's [environment]
+//     binds and of an agent preset's binds (its install tree), recorded
+//     in Attempt.Binds, and the state directory (which holds the backing
+//     dir and every other attempt) and the task store masked should a
+//     bind show them. {plan} in its arguments becomes /workspace/plan.md.
 //  5. collect: exit status, wall time, the cgroup's peak memory, the
 //     largest single-process RSS, OOM, the network report, the
 //     transcript (attempts/ID/stdout and stderr), then the view is
-//     unmounted, the journal sealed and the changeset taken.
+//     unmounted, the journal sealed and the changeset taken. An agent
+//     that ran out of time gets an interrupted record before the
+//     unmount. An attempt cut short earlier (its context canceled, an
+//     infra error) is sealed by the unmount undo, with an interrupted
+//     record naming the cause, and Run returns the journal and
+//     transcript paths with its error, so the daemon stores them.
 //  6. grade: graders.Grade on a copy of the final tree without plan.md
 //     (attempts/ID/grade-*, removed afterwards), made by
 //     graders.CopyWorkspace: no link followed, and what may not be
@@ -40,11 +57,20 @@
 //     with the task's memory limit (an OOM there is grader_oom), in a
 //     private scratch below Config.ScratchDir (STATE.scratch, never
 //     /tmp: the state directory is masked in graders' sandboxes).
-//  7. verdict: the graders' verdict, which already applies the shared
-//     rules (exit 0, no timeout, only allowed files changed, no network
-//     on a closed task, stdlib imports), plus wrong_files when the
-//     policy refused any operation: an attempted edit violation fails the
-//     attempt even though the refused change never reached the tree.
+//  7. verdict: the graders' verdict as graders.Grade decides it, the
+//     shared rules included (exit 0, no timeout, only allowed files
+//     changed and no edit the view refused, no network on a closed task,
+//     stdlib imports); the agent's facts go in through RecordedFacts,
+//     and the verdict comes out unchanged (apiVerdict). workspace_cap
+//     when the view hit a cap (files, journal records, blob bytes:
+//     fsmon's defaults), from the view's counters, or for a regrade from
+//     the cap records of the journal in the attempt directory.
+//
+// A gateway that failed to dial its endpoint during the run (a dial error
+// in the network report; the gateway bounds what it accepts so that the
+// agent cannot cause one) makes the attempt an infra error, not graded:
+// Run returns the Outcome, journal and network report included, with an
+// error wrapping netns.ErrUpstream.
 //
 // Storing is the daemon's. An error from Run is an infra error (or the
 // cancellation of its context); a failing agent is a verdict.

@@ -23,6 +23,7 @@ import (
 	"benchd.dev/fsmon"
 	"benchd.dev/fsmon/journal"
 	"benchd.dev/graders"
+	"benchd.dev/limits"
 	"benchd.dev/netns"
 	"benchd.dev/sandbox"
 	"benchd.dev/tasks"
@@ -35,8 +36,24 @@ const DefaultAgentID = 65534
 // progressInterval is how often Run reports progress while the agent runs.
 const progressInterval = 250 * time.Millisecond
 
+// gatewayProbeTimeout bounds the dial of each gateway's endpoint before
+// an attempt starts.
+const gatewayProbeTimeout = 5 * time.Second
+
 // agentHostname is the sandbox's host name for agents.
 const agentHostname = "sandbox"
+
+// AgentCPUWeight is each agent's share of contended CPU in its own
+// cgroup: a default group's, twice a grader command's
+// (DefaultGraderCPUWeight), so that one attempt's busy loops take no more
+// than their share from a neighbour.
+const AgentCPUWeight = 100
+
+// cpuQuota is the CPU quota of a task's [environment] cpus, per
+// limits.DefaultCPUPeriod; 0 (no cpus) is none.
+func cpuQuota(task *tasks.Task) time.Duration {
+	return time.Duration(task.CPUs * float64(limits.DefaultCPUPeriod))
+}
 
 // Config configures an Engine.
 type Config struct {
@@ -61,7 +78,13 @@ type Config struct {
 	// Default DefaultScratchDir(StateDir), where Cleanup looks for
 	// leftovers.
 	ScratchDir string
-	Logger     *slog.Logger
+	// WorkspaceFiles and WorkspaceRecords cap the entries of an
+	// attempt's workspace view and the records of its journal, and
+	// WorkspaceStorage is the workspace's storage size, of which the
+	// view stores at most fsmon.BlobFactor times as blobs; 0 means
+	// fsmon's defaults (fsmon.Config, "Caps" in its package doc).
+	WorkspaceFiles, WorkspaceRecords, WorkspaceStorage int64
+	Logger                                             *slog.Logger
 }
 
 // Engine runs attempts. Its methods may be called concurrently.
@@ -151,8 +174,19 @@ type Outcome struct {
 	// transcript (absent for built-ins); FinalDir the final tree (the
 	// backing directory, plan.md included).
 	JournalPath, StdoutPath, StderrPath, FinalDir string
+	// Caps names the view's caps the attempt hit (the journal's cap
+	// records), for the grade.
+	Caps []string
 	// Phases is the time each phase took, in order; grading included.
 	Phases []PhaseTime
+}
+
+// cutShort is what Run knows of an attempt that does not reach its end:
+// the files it made so far (Run returns them with its error) and why it
+// stopped (the view's interrupted record says so).
+type cutShort struct {
+	partial Outcome
+	cause   string
 }
 
 var attemptIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$`)
@@ -163,96 +197,153 @@ func (e *Engine) AttemptDir(id string) string {
 	return filepath.Join(e.cfg.StateDir, "attempts", id)
 }
 
-// attemptRun is the state of one Run, for its steps.
-type attemptRun struct {
+// attempt is one attempt as Run takes it, step by step: what the steps
+// share, and the undo stack each set-up step registers its undo on.
+type attempt struct {
 	e        *Engine
 	spec     Spec
+	task     *tasks.Task
 	log      *slog.Logger
 	progress func(apitype.Event)
 	start    time.Time
+	undos    *undo.Stack
+	cut      *cutShort
+
+	// From the spec, checked before anything is made.
+	ag      agent
+	env     []string
+	gws     []netns.Gateway
+	timeout time.Duration
+
+	// Made by the steps.
+	dir     string          // the attempt's work directory
+	out     Outcome         // what Run returns
+	a       apitype.Attempt // the record being filled in
+	w       *journal.Writer
+	closeW  func() error // seals the journal, once
+	mnt     string
+	view    *fsmon.View
+	job     *confine.Job
+	res     confine.Result
+	cs      journal.Changeset
+	netMode netns.Mode
 
 	phase      string
 	phaseStart time.Time
 	phases     []PhaseTime
 }
 
-func (r *attemptRun) enter(phase string) {
+func (at *attempt) enter(phase string) {
 	now := time.Now()
-	if r.phase != "" {
-		r.phases = append(r.phases, PhaseTime{r.phase, now.Sub(r.phaseStart)})
+	if at.phase != "" {
+		at.phases = append(at.phases, PhaseTime{at.phase, now.Sub(at.phaseStart)})
 	}
-	r.phase, r.phaseStart = phase, now
+	at.phase, at.phaseStart = phase, now
 	if phase != "" {
-		r.progress(apitype.Event{Attempt: r.spec.AttemptID, State: apitype.StateRunning, Phase: phase, ElapsedMS: now.Sub(r.start).Milliseconds()})
+		at.progress(apitype.Event{Attempt: at.spec.AttemptID, State: apitype.StateRunning, Phase: phase, ElapsedMS: now.Sub(at.start).Milliseconds()})
 	}
 }
 
-// Run runs one attempt: prepare, mount, confine and run, collect, grade,
-// verdict (DESIGN.md), each set-up step registering its undo; whatever
-// happens, nothing stays mounted and no cgroup or namespace is left when
+// step is one step of an attempt.
+type step struct {
+	name string
+	run  func(context.Context) error
+}
+
+// steps are the attempt's steps, in order (docs/design.md): each set-up
+// step pushes its undo on at.undos, which Run unwinds whatever happens.
+func (at *attempt) steps() []step {
+	return []step{
+		{"probe", at.probe},
+		{"prepare", at.prepare},
+		{"mount", at.mount},
+		{"confine", at.confine},
+		{"run", at.run},
+		{"collect", at.collect},
+		{"seal", at.seal},
+		{"upstream", at.upstream},
+		{"grade", at.grade},
+		{"verdict", at.verdict},
+	}
+}
+
+// Run runs one attempt as its steps (attempt.steps: prepare, mount,
+// confine, run, collect, seal, grade, verdict; docs/design.md), one
+// method each, each set-up step registering its undo on the one undo
+// stack; whatever happens, nothing stays mounted and no cgroup or namespace is left when
 // Run returns. progress (may be nil) gets an event at each phase and
 // every 250 ms while the agent runs. An error is an infra error (or the
-// cancellation of ctx): the attempt must not be scored.
-func (e *Engine) Run(ctx context.Context, spec Spec, progress func(apitype.Event)) (_ Outcome, retErr error) {
+// cancellation of ctx): the attempt must not be scored. With an error,
+// the Outcome still names the journal (sealed, with an interrupted
+// record naming the cause, when the view was mounted) and the
+// transcript files made so far, for the record.
+func (e *Engine) Run(ctx context.Context, spec Spec, progress func(apitype.Event)) (res Outcome, retErr error) {
 	var undos undo.Stack
+	var cut cutShort
 	defer func() {
+		if retErr != nil {
+			cut.cause = interruptCause(ctx, retErr)
+		}
 		if err := undos.Run(); err != nil {
 			e.log.Error("undoing an attempt", "attempt", spec.AttemptID, "err", err)
 			if retErr == nil {
 				retErr = fmt.Errorf("unable to tear the attempt down: %w", err)
 			}
 		}
+		if retErr != nil {
+			res = cut.partial
+		}
 	}()
-	out, cs, r, err := e.runAgent(ctx, spec, progress, &undos)
+	at, err := e.newAttempt(spec, progress, &undos, &cut)
 	if err != nil {
 		return Outcome{}, err
 	}
-
-	// 6-7 grade and verdict.
-	r.enter(apitype.PhaseGrade)
-	a := out.Attempt
-	v, err := e.grade(ctx, spec.Task, a, out.FinalDir, filepath.Dir(out.FinalDir), out.StdoutPath, cs, &undos)
-	if err != nil {
-		return Outcome{}, err
+	for _, st := range at.steps() {
+		if err := st.run(ctx); err != nil {
+			return Outcome{}, err
+		}
 	}
-	a.Pass, a.Reward, a.Reasons = v.Pass, v.Reward, v.Reasons
-	r.enter("")
-	finished := time.Now().UTC()
-	a.Finished = &finished
-	out.Attempt = a
-	out.Phases = r.phases
-	return out, nil
+	return at.out, nil
 }
 
-// runAgent takes the steps up to collect (the part of an attempt whose
-// cost is benchd's own, besides grading). Its undo steps go on undo.
-func (e *Engine) runAgent(ctx context.Context, spec Spec, progress func(apitype.Event), undos *undo.Stack) (out Outcome, _ journal.Changeset, _ *attemptRun, _ error) {
+// interruptCause says why an attempt stopped before its end, for the
+// journal's interrupted record: the cause its context was canceled with
+// (a cancel, benchd stopping), else the error.
+func interruptCause(ctx context.Context, err error) string {
+	if cause := context.Cause(ctx); cause != nil {
+		return cause.Error()
+	}
+	return err.Error()
+}
+
+// newAttempt checks spec (id, task, environment, agent, gateways,
+// timeout) and makes the attempt's work directory, before any step.
+func (e *Engine) newAttempt(spec Spec, progress func(apitype.Event), undos *undo.Stack, cut *cutShort) (*attempt, error) {
 	if progress == nil {
 		progress = func(apitype.Event) {}
 	}
 	if !attemptIDRE.MatchString(spec.AttemptID) {
-		return Outcome{}, nil, nil, fmt.Errorf("%w: attempt id %q", ErrInvalid, spec.AttemptID)
+		return nil, fmt.Errorf("%w: attempt id %q", ErrInvalid, spec.AttemptID)
 	}
 	if spec.Task == nil {
-		return Outcome{}, nil, nil, fmt.Errorf("%w: no task", ErrInvalid)
+		return nil, fmt.Errorf("%w: no task", ErrInvalid)
 	}
 	task := spec.Task
 	env, envNames, err := agentEnv(spec.Env)
 	if err != nil {
-		return Outcome{}, nil, nil, err
+		return nil, err
 	}
 	ag, err := resolveAgent(spec.Agent, task, env, &agents.Input{Model: spec.Model, Gateways: spec.Gateways, EnvNames: envNames, Home: sandbox.DefaultHome})
 	if err != nil {
-		return Outcome{}, nil, nil, err
+		return nil, err
 	}
 	if ag.id.Model == "" { // a preset names its model itself
 		ag.id.Model = spec.Model
 	}
 	ag.id.Env = envNames
-	env = presetEnv(env, ag.env)
 	gws, err := parseGateways(spec.Gateways)
 	if err != nil {
-		return Outcome{}, nil, nil, err
+		return nil, err
 	}
 	timeout := spec.Timeout
 	if timeout <= 0 {
@@ -261,139 +352,261 @@ func (e *Engine) runAgent(ctx context.Context, spec Spec, progress func(apitype.
 	if timeout <= 0 {
 		timeout = apitype.DefaultTimeout
 	}
-
-	r := &attemptRun{e: e, spec: spec, progress: progress, start: time.Now(),
-		log: e.log.With("attempt", spec.AttemptID, "task", task.ID)}
-
-	dir := e.AttemptDir(spec.AttemptID)
-	if err := os.Mkdir(dir, 0o700); errors.Is(err, fs.ErrExist) {
-		return Outcome{}, nil, nil, fmt.Errorf("%w: %s", ErrConflict, dir)
-	} else if err != nil {
-		return Outcome{}, nil, nil, fmt.Errorf("unable to make the attempt dir: %w", err)
+	at := &attempt{e: e, spec: spec, task: task, progress: progress, start: time.Now(), undos: undos, cut: cut,
+		log: e.log.With("attempt", spec.AttemptID, "task", task.ID),
+		ag:  ag, env: presetEnv(env, ag.env), gws: gws, timeout: timeout, netMode: netns.Closed}
+	if task.AllowInternet {
+		at.netMode = netns.Open
+	}
+	at.dir = e.AttemptDir(spec.AttemptID)
+	if _, err := os.Lstat(at.dir); err == nil {
+		return nil, fmt.Errorf("%w: %s", ErrConflict, at.dir)
 	}
 	started := time.Now().UTC()
-	a := apitype.Attempt{Agent: ag.id, Started: &started, Reasons: []apitype.Reason{}, Changeset: []apitype.Change{}}
-	out.JournalPath = filepath.Join(dir, "journal.jsonl")
-	out.FinalDir = filepath.Join(dir, "backing")
+	at.a = apitype.Attempt{Agent: ag.id, Started: &started, Reasons: []apitype.Reason{}, Changeset: []apitype.Change{}}
+	at.out.JournalPath = filepath.Join(at.dir, "journal.jsonl")
+	at.out.FinalDir = filepath.Join(at.dir, "backing")
+	return at, nil
+}
 
-	// 1 prepare: the backing dir is the bundle's workspace and the plan.
-	r.enter(apitype.PhasePrepare)
-	backing := out.FinalDir
-	if err := prepareBacking(task, backing, ag.builtin, e.cfg.AgentUID, e.cfg.AgentGID); err != nil {
-		return Outcome{}, nil, nil, err
+// probe: a gateway whose endpoint does not answer is benchd's failure
+// (an infra error naming it), found before anything of the attempt is
+// made.
+func (at *attempt) probe(ctx context.Context) error {
+	return netns.Probe(ctx, at.gws, gatewayProbeTimeout)
+}
+
+// prepare: the attempt's work directory, and in it the backing dir: the
+// bundle's workspace and the plan.
+func (at *attempt) prepare(ctx context.Context) error {
+	at.enter(apitype.PhasePrepare)
+	if err := os.Mkdir(at.dir, 0o700); errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w: %s", ErrConflict, at.dir)
+	} else if err != nil {
+		return fmt.Errorf("unable to make the attempt dir: %w", err)
 	}
+	return prepareBacking(at.task, at.out.FinalDir, at.ag.builtin, at.e.cfg.AgentUID, at.e.cfg.AgentGID)
+}
 
-	// 2 mount: the journaled view.
-	r.enter(apitype.PhaseMount)
-	w, err := journal.Create(out.JournalPath)
+// mount: the journaled view of the backing dir. Its undo seals a
+// journal the attempt did not reach the end of with an interrupted
+// record naming the cause.
+func (at *attempt) mount(ctx context.Context) error {
+	at.enter(apitype.PhaseMount)
+	w, err := journal.Create(at.out.JournalPath)
 	if err != nil {
-		return Outcome{}, nil, nil, fmt.Errorf("unable to create the journal: %w", err)
+		return fmt.Errorf("unable to create the journal: %w", err)
 	}
+	at.w = w
 	var closeJournal sync.Once
-	closeW := func() (err error) {
+	at.closeW = func() (err error) {
 		closeJournal.Do(func() { err = w.Close() })
 		return err
 	}
-	undos.Push("close journal", closeW)
-	mnt := filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		return Outcome{}, nil, nil, fmt.Errorf("unable to make the mountpoint: %w", err)
+	at.undos.Push("close journal", at.closeW)
+	at.mnt = filepath.Join(at.dir, "mnt")
+	if err := os.Mkdir(at.mnt, 0o755); err != nil {
+		return fmt.Errorf("unable to make the mountpoint: %w", err)
 	}
-	view, err := fsmon.Mount(ctx, fsmon.Config{Backing: backing, Mountpoint: mnt, Journal: w, Policy: task.Policy, Logger: r.log})
+	view, err := fsmon.Mount(ctx, fsmon.Config{Backing: at.out.FinalDir, Mountpoint: at.mnt, Journal: w, Policy: at.task.Policy, Logger: at.log,
+		MaxFiles: at.e.cfg.WorkspaceFiles, MaxRecords: at.e.cfg.WorkspaceRecords, StorageBytes: at.e.cfg.WorkspaceStorage})
 	if err != nil {
-		return Outcome{}, nil, nil, fmt.Errorf("unable to mount the workspace view: %w", err)
+		// Nothing ran in it: a journal of the initial tree alone, never
+		// sealed, would only mislead start-up recovery.
+		os.Remove(at.out.JournalPath)
+		os.RemoveAll(journal.BlobsDir(at.out.JournalPath))
+		return fmt.Errorf("unable to mount the workspace view: %w", err)
 	}
-	undos.Push("unmount view", func() error { return view.Unmount(context.Background()) })
+	at.view = view
+	at.cut.partial.JournalPath = at.out.JournalPath
+	// Reached with the view still mounted only when the attempt is cut
+	// short: the journal then says why (after a normal unmount this does
+	// nothing).
+	at.undos.Push("unmount view", func() error {
+		cause := at.cut.cause
+		if cause == "" {
+			cause = "the attempt ended early"
+		}
+		return view.UnmountInterrupted(context.Background(), cause)
+	})
+	return nil
+}
 
-	// 3-4 confine and run.
-	var res confine.Result
-	netMode := netns.Closed
-	if task.AllowInternet {
-		netMode = netns.Open
+// confine: the agent's sandbox, cgroup and network namespace, with the
+// agent started in them (none for a built-in agent). confine.Job's Wait,
+// in run, takes it all down.
+func (at *attempt) confine(ctx context.Context) error {
+	if at.ag.builtin {
+		return nil
 	}
-	if ag.builtin {
-		r.enter(apitype.PhaseRun)
+	at.enter(apitype.PhaseConfine)
+	e := at.e
+	at.out.StdoutPath, at.out.StderrPath = filepath.Join(at.dir, "stdout"), filepath.Join(at.dir, "stderr")
+	at.cut.partial.StdoutPath, at.cut.partial.StderrPath = at.out.StdoutPath, at.out.StderrPath
+	argv := make([]string, len(at.ag.argv))
+	for i, s := range at.ag.argv {
+		argv[i] = planRE.ReplaceAllLiteralString(s, PlanPath)
+	}
+	job, err := confine.Start(ctx, confine.Spec{
+		Args:      argv,
+		Env:       at.env,
+		Dir:       "/workspace",
+		Workspace: at.mnt,
+		// The backing dir lies in the state dir and is masked with it.
+		Mask:         []string{e.cfg.StateDir, e.cfg.TasksDir},
+		UID:          e.cfg.AgentUID,
+		GID:          e.cfg.AgentGID,
+		Hostname:     agentHostname,
+		Timeout:      at.timeout,
+		MemoryMax:    int64(at.task.MemoryMB) << 20,
+		CPUWeight:    AgentCPUWeight,
+		CPUQuota:     cpuQuota(at.task),
+		Network:      at.netMode,
+		Gateways:     at.gws,
+		Binds:        append(TaskBinds(at.task), at.ag.binds...),
+		Files:        at.ag.files,
+		StdoutPath:   at.out.StdoutPath,
+		StderrPath:   at.out.StderrPath,
+		Name:         at.spec.AttemptID,
+		CgroupParent: e.cfg.CgroupParent,
+		NetnsRunDir:  e.cfg.NetnsRunDir,
+		Logger:       at.log,
+	})
+	if err != nil {
+		return fmt.Errorf("unable to start the agent: %w", err)
+	}
+	at.job = job
+	return nil
+}
+
+// run: the agent, to its end (or its time limit); a built-in agent's
+// changes are applied through the view.
+func (at *attempt) run(ctx context.Context) error {
+	at.enter(apitype.PhaseRun)
+	if at.ag.builtin {
 		t0 := time.Now()
-		if err := applyOverlay(mnt, ag.overlay, ag.deletes); err != nil {
-			return Outcome{}, nil, nil, err
+		if err := applyOverlay(at.mnt, at.ag.overlay, at.ag.deletes); err != nil {
+			return err
 		}
-		res.Wall = time.Since(t0)
-		res.Network = netns.Report{Mode: netMode}
-	} else {
-		r.enter(apitype.PhaseConfine)
-		out.StdoutPath, out.StderrPath = filepath.Join(dir, "stdout"), filepath.Join(dir, "stderr")
-		argv := make([]string, len(ag.argv))
-		for i, s := range ag.argv {
-			argv[i] = planRE.ReplaceAllLiteralString(s, PlanPath)
-		}
-		job, err := confine.Start(ctx, confine.Spec{
-			Args:      argv,
-			Env:       env,
-			Dir:       "/workspace",
-			Workspace: mnt,
-			// The backing dir lies in the state dir and is masked with it.
-			Mask:         []string{e.cfg.StateDir, e.cfg.TasksDir},
-			UID:          e.cfg.AgentUID,
-			GID:          e.cfg.AgentGID,
-			Hostname:     agentHostname,
-			Timeout:      timeout,
-			MemoryMax:    int64(task.MemoryMB) << 20,
-			Network:      netMode,
-			Gateways:     gws,
-			Files:        ag.files,
-			StdoutPath:   out.StdoutPath,
-			StderrPath:   out.StderrPath,
-			Name:         spec.AttemptID,
-			CgroupParent: e.cfg.CgroupParent,
-			NetnsRunDir:  e.cfg.NetnsRunDir,
-			Logger:       r.log,
-		})
-		if err != nil {
-			return Outcome{}, nil, nil, fmt.Errorf("unable to start the agent: %w", err)
-		}
-		r.enter(apitype.PhaseRun)
-		stop := r.watch(job, view)
-		res, err = job.Wait(ctx)
-		stop()
-		if err != nil {
-			return Outcome{}, nil, nil, fmt.Errorf("agent run: %w", err)
+		at.res.Wall = time.Since(t0)
+		at.res.Network = netns.Report{Mode: at.netMode}
+		return nil
+	}
+	stop := at.watch(at.job, at.view)
+	res, err := at.job.Wait(ctx)
+	stop()
+	if err != nil {
+		return fmt.Errorf("agent run: %w", err)
+	}
+	at.res = res
+	return nil
+}
+
+// collect: the view unmounted (a timed-out agent's journal says so), the
+// changeset, and the agent's facts in the record.
+func (at *attempt) collect(ctx context.Context) error {
+	at.enter(apitype.PhaseCollect)
+	view, res := at.view, at.res
+	unmount := view.Unmount
+	if res.TimedOut {
+		unmount = func(ctx context.Context) error {
+			return view.UnmountInterrupted(ctx, fmt.Sprintf("the agent's time limit of %v passed", at.timeout))
 		}
 	}
-
-	// 5 collect.
-	r.enter(apitype.PhaseCollect)
-	if err := view.Unmount(ctx); err != nil {
-		return Outcome{}, nil, nil, fmt.Errorf("unable to unmount the workspace view: %w", err)
+	if err := unmount(ctx); err != nil {
+		return fmt.Errorf("unable to unmount the workspace view: %w", err)
 	}
 	cs, err := view.Changeset()
 	if err != nil {
-		return Outcome{}, nil, nil, err
+		return err
 	}
 	if cs == nil {
 		cs = journal.Changeset{}
 	}
+	at.cs = cs
 	st := view.Stats()
-	a.JournalHead = w.Last().Hash
-	if err := closeW(); err != nil {
-		return Outcome{}, nil, nil, fmt.Errorf("unable to seal the journal: %w", err)
-	}
+	a := &at.a
 	a.ExitCode, a.Signal = res.ExitCode, int(res.Signal)
 	a.TimedOut, a.OOM = res.TimedOut, res.OOM
 	a.WallMS = res.Wall.Milliseconds()
 	a.PeakMemoryBytes, a.MaxRSSBytes = res.PeakMemory, res.MaxRSS
 	a.Denied = st.Denied
-	a.Edits = max(st.Records-2-st.Denied, 0) // less the mount and unmount records
+	// Less the mount and unmount records and the cap records.
+	a.Edits = max(st.Records-2-st.Denied-int64(len(st.Caps)), 0)
+	at.out.Caps = st.Caps
+	if res.TimedOut {
+		a.Edits = max(a.Edits-1, 0) // and the interrupted record
+	}
 	a.Changeset = wireChangeset(cs)
 	a.Network = wireNetwork(res.Network)
-	out.Attempt = a
-	return out, cs, r, nil
+	for _, b := range res.Binds {
+		a.Binds = append(a.Binds, b.Source)
+	}
+	return nil
+}
+
+// seal: the journal closed, its head in the record.
+func (at *attempt) seal(ctx context.Context) error {
+	at.a.JournalHead = at.w.Last().Hash
+	if err := at.closeW(); err != nil {
+		return fmt.Errorf("unable to seal the journal: %w", err)
+	}
+	return nil
+}
+
+// upstream: a gateway that failed to reach its upstream during the run
+// makes the attempt an infra error, not graded (the agent may have failed
+// for want of its model). The record so far (journal, network report)
+// goes back with the error.
+func (at *attempt) upstream(ctx context.Context) error {
+	err := upstreamFailed(at.a.Network)
+	if err != nil {
+		at.enter("")
+		at.cut.partial = at.out
+		at.cut.partial.Attempt = at.a
+		at.cut.partial.Phases = at.phases
+	}
+	return err
+}
+
+// grade: the final tree graded (Engine.grade), the verdict in the record.
+func (at *attempt) grade(ctx context.Context) error {
+	at.enter(apitype.PhaseGrade)
+	v, err := at.e.grade(ctx, at.task, at.a, at.out.Caps, at.out.FinalDir, filepath.Dir(at.out.FinalDir), at.out.StdoutPath, at.cs, at.undos)
+	if err != nil {
+		return err
+	}
+	a := &at.a
+	a.Pass, a.Reward, a.Outcome, a.Reasons, a.GradeSeed = v.Pass, v.Reward, v.Outcome, v.Reasons, v.Seed
+	return nil
+}
+
+// verdict: the attempt ends; Run returns the record (storing and
+// signing it is the daemon's).
+func (at *attempt) verdict(ctx context.Context) error {
+	at.enter("")
+	finished := time.Now().UTC()
+	at.a.Finished = &finished
+	at.out.Attempt = at.a
+	at.out.Phases = at.phases
+	return nil
 }
 
 var planRE = regexp.MustCompile(`\{plan\}`)
 
+// TaskBinds are the task's [environment] binds, read-only at their host
+// paths.
+func TaskBinds(task *tasks.Task) []sandbox.Bind {
+	var bs []sandbox.Bind
+	for _, p := range task.Binds {
+		bs = append(bs, sandbox.Bind{Source: p, Target: p})
+	}
+	return bs
+}
+
 // watch reports progress every progressInterval until the returned stop
 // is called.
-func (r *attemptRun) watch(job *confine.Job, view *fsmon.View) (stop func()) {
+func (at *attempt) watch(job *confine.Job, view *fsmon.View) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -406,13 +619,13 @@ func (r *attemptRun) watch(job *confine.Job, view *fsmon.View) (stop func()) {
 			case <-done:
 				return
 			case now := <-t.C:
-				ev := apitype.Event{Attempt: r.spec.AttemptID, State: apitype.StateRunning, Phase: apitype.PhaseRun, ElapsedMS: now.Sub(r.start).Milliseconds()}
+				ev := apitype.Event{Attempt: at.spec.AttemptID, State: apitype.StateRunning, Phase: apitype.PhaseRun, ElapsedMS: now.Sub(at.start).Milliseconds()}
 				if u, err := job.Usage(); err == nil {
 					ev.MemoryBytes = u.CurrentBytes
 				}
 				st := view.Stats()
-				ev.Edits, ev.Denied = max(st.Records-1-st.Denied, 0), st.Denied
-				r.progress(ev)
+				ev.Edits, ev.Denied = max(st.Records-1-st.Denied-int64(len(st.Caps)), 0), st.Denied
+				at.progress(ev)
 			}
 		}
 	}()
@@ -420,8 +633,9 @@ func (r *attemptRun) watch(job *confine.Job, view *fsmon.View) (stop func()) {
 }
 
 // grade grades a copy of the final tree (plan.md left out) with the
-// confined grader runner, and composes the verdict.
-func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt, finalDir, workParent, stdoutPath string, cs journal.Changeset, undos *undo.Stack) (apitype.Verdict, error) {
+// confined grader runner, and composes the verdict; caps are the view's
+// caps the attempt hit.
+func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt, caps []string, finalDir, workParent, stdoutPath string, cs journal.Changeset, undos *undo.Stack) (apitype.Verdict, error) {
 	work, err := os.MkdirTemp(workParent, "grade-")
 	if err != nil {
 		return apitype.Verdict{}, fmt.Errorf("unable to make the grading dir: %w", err)
@@ -453,22 +667,14 @@ func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt,
 		ScratchRoot:  scratch,
 		MemoryMax:    int64(task.MemoryMB) << 20,
 		Mask:         []string{e.cfg.StateDir, e.cfg.TasksDir},
+		Binds:        TaskBinds(task),
 		CgroupParent: e.cfg.CgroupParent,
 		NetnsRunDir:  e.cfg.NetnsRunDir,
 		Logger:       e.log,
 	})
-	exit := a.ExitCode
-	in := graders.Input{
-		Task:         task,
-		Workspace:    ws,
-		Changeset:    cs,
-		AgentExit:    &exit,
-		TimedOut:     a.TimedOut,
-		Network:      networkUse(a.Network, agentHostname),
-		FinalMessage: finalMessage(stdoutPath),
-		ScratchRoot:  scratch,
-		TreeReasons:  treeReasons,
-	}
+	in := RecordedFacts(a, stdoutPath)
+	in.Task, in.Workspace, in.Changeset = task, ws, cs
+	in.ScratchRoot, in.TreeReasons, in.Caps = scratch, treeReasons, caps
 	gv, err := graders.Grade(ctx, in, runner)
 	if err != nil {
 		return apitype.Verdict{}, fmt.Errorf("grading: %w", err)
@@ -476,7 +682,7 @@ func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt,
 	if !gv.Pass {
 		e.log.Debug("graded a failure", "task", task.ID, "reasons", gv.Codes(), "detail", gv.Detail)
 	}
-	return composeVerdict(gv, a.Denied), nil
+	return apiVerdict(gv), nil
 }
 
 // scratchPrefix, then benchd's pid and a dash, names the grader scratch
@@ -524,42 +730,43 @@ func (e *Engine) Regrade(ctx context.Context, task *tasks.Task, a apitype.Attemp
 			retErr = err
 		}
 	}()
-	cs := make(journal.Changeset, 0, len(a.Changeset))
-	for _, c := range a.Changeset {
-		cs = append(cs, journal.Change{Kind: c.Kind, Path: c.Path, From: c.From, Type: c.Type, SHA256: c.SHA256})
-	}
+	cs := RecordedFacts(a, "").Changeset
 	stdout, workParent := "", e.cfg.StateDir
+	var caps []string
 	if attemptIDRE.MatchString(a.ID) {
 		if fi, err := os.Stat(e.AttemptDir(a.ID)); err == nil && fi.IsDir() {
 			stdout, workParent = filepath.Join(e.AttemptDir(a.ID), "stdout"), e.AttemptDir(a.ID)
+			// The caps hit are in the attempt's journal, which the
+			// attempt directory keeps.
+			if recs, err := journal.Read(filepath.Join(e.AttemptDir(a.ID), "journal.jsonl")); err == nil {
+				caps = journal.CapsOf(recs)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return apitype.Verdict{}, fmt.Errorf("unable to read the journal of attempt %s: %w", a.ID, err)
+			}
 		}
 	}
-	return e.grade(ctx, task, a, finalDir, workParent, stdout, cs, &undos)
+	return e.grade(ctx, task, a, caps, finalDir, workParent, stdout, cs, &undos)
 }
 
-// composeVerdict is the attempt's verdict: the graders' (which apply the
-// shared rules: exit status, timeout, changed files, network, imports),
-// plus the edit violation the journal alone knows: an operation the edit
-// policy refused. Such an attempt fails with wrong_files even though the
-// refused change never reached the tree.
-func composeVerdict(gv graders.Verdict, denied int64) apitype.Verdict {
-	v := apitype.Verdict{Pass: gv.Pass, Reward: gv.Reward, Reasons: []apitype.Reason{}}
+// apiVerdict is the graders' verdict on the wire. Grade decides it,
+// the shared rules (exit status, timeout, changed files, refused edits,
+// network, imports) included: nothing here changes it.
+func apiVerdict(gv graders.Verdict) apitype.Verdict {
+	v := apitype.Verdict{Pass: gv.Pass, Reward: gv.Reward, Outcome: gv.Outcome, Reasons: []apitype.Reason{}, Seed: gv.Seed}
 	for _, r := range gv.Reasons {
 		v.Reasons = append(v.Reasons, apitype.Reason{Code: r.Code, Message: r.Message})
-	}
-	if denied > 0 && !gv.Has(graders.CodeWrongFiles) {
-		v.Reasons = append(v.Reasons, apitype.Reason{Code: graders.CodeWrongFiles,
-			Message: fmt.Sprintf("the agent tried %d change(s) the task's edit policy forbids; they were refused (see the journal's denied records)", denied)})
-	}
-	if len(v.Reasons) > 0 {
-		v.Pass, v.Reward = false, 0
 	}
 	return v
 }
 
 // prepareBacking copies the bundle's workspace to backing and the plan
-// to backing/plan.md (read-only, root's). For a command agent the rest
-// of the tree is handed to the agent's uid.
+// to backing/plan.md (mode 0644). For a command agent the whole tree,
+// plan.md included, is handed to the agent's uid: the view has the
+// kernel check mode bits (default_permissions), so a plan that was
+// root's and read-only would have its edits refused by the kernel
+// before the view saw them, unjournaled; as the agent's, every edit of
+// it reaches the edit policy, which refuses it (plan.md is outside
+// every task's allow globs) and journals it as denied.
 func prepareBacking(task *tasks.Task, backing string, builtin bool, uid, gid int) error {
 	if err := tasks.CopyTree(task.WorkspaceDir(), backing); err != nil {
 		return fmt.Errorf("unable to copy the workspace: %w", err)
@@ -570,7 +777,7 @@ func prepareBacking(task *tasks.Task, backing string, builtin bool, uid, gid int
 	}
 	planPath := filepath.Join(backing, planFile)
 	os.Remove(planPath)
-	if err := os.WriteFile(planPath, plan, 0o444); err != nil {
+	if err := os.WriteFile(planPath, plan, 0o644); err != nil {
 		return fmt.Errorf("unable to write the plan: %w", err)
 	}
 	if builtin {
@@ -579,7 +786,7 @@ func prepareBacking(task *tasks.Task, backing string, builtin bool, uid, gid int
 	if err := chownTree(backing, uid, gid); err != nil {
 		return fmt.Errorf("unable to hand the workspace to uid %d: %w", uid, err)
 	}
-	return os.Lchown(planPath, 0, 0)
+	return nil
 }
 
 // applyOverlay applies a built-in agent through the view at mnt, so the
@@ -705,9 +912,24 @@ func wireNetwork(r netns.Report) apitype.Network {
 	}
 	for _, g := range r.Gateways {
 		n.Gateways = append(n.Gateways, apitype.GatewayUse{Name: g.Name, Endpoint: net.JoinHostPort(g.Host, strconv.Itoa(g.Port)),
-			Conns: g.Conns, BytesIn: g.BytesIn, BytesOut: g.BytesOut})
+			Conns: g.Conns, Refused: g.Refused, DialErrors: g.DialErrors, LastDialError: g.LastDialError,
+			BytesIn: g.BytesIn, BytesOut: g.BytesOut})
 	}
 	return n
+}
+
+// upstreamFailed is an error wrapping netns.ErrUpstream if a gateway
+// failed to dial its endpoint during the attempt. The gateway bounds what
+// it accepts (netns.MaxGatewayConns, MaxGatewayDials), so that no number
+// of connections the agent opens makes its dials fail.
+func upstreamFailed(n apitype.Network) error {
+	for _, g := range n.Gateways {
+		if g.DialErrors > 0 {
+			return fmt.Errorf("%w: gateway %s: %d failed dial(s) to %s during the attempt, the last: %s",
+				netns.ErrUpstream, g.Name, g.DialErrors, g.Endpoint, g.LastDialError)
+		}
+	}
+	return nil
 }
 
 // networkUse lists the agent's network use that is not a gateway's, for

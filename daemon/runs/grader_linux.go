@@ -27,6 +27,9 @@ type GraderRunnerConfig struct {
 	// task store with every task's hidden tests and goldens, benchd's
 	// state directory). ScratchRoot must not lie inside one.
 	Mask []string
+	// Binds are host paths every command is shown read-only besides the
+	// sandbox's allow-listed root (the task's [environment] binds).
+	Binds []sandbox.Bind
 	// CgroupParent and NetnsRunDir are as in confine.Spec.
 	CgroupParent string
 	NetnsRunDir  string
@@ -92,6 +95,10 @@ type graderRunner struct {
 // keeps the head and tail of it (pytest's summary is at the end).
 const storeCap = 8 << 20
 
+// CanHide reports that RunSpec.Hide is applied: hidden paths are masked
+// in the command's sandbox.
+func (g *graderRunner) CanHide() bool { return true }
+
 // Run runs one grader command confined.
 func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.RunResult, error) {
 	if len(spec.Args) == 0 {
@@ -118,12 +125,34 @@ func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.R
 	if env == nil {
 		env = []string{"PATH=/usr/bin:/bin"}
 	}
+	var stdin *os.File
+	if spec.Stdin != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return graders.RunResult{}, fmt.Errorf("unable to make the command's stdin: %w", err)
+		}
+		stdin = r
+		fed := make(chan struct{})
+		go func() {
+			defer close(fed)
+			io.Copy(w, spec.Stdin) // ends with EPIPE when the command stops reading and exits
+			w.Close()
+		}()
+		defer func() {
+			r.Close() // the writer gets EPIPE if the command left input unread
+			<-fed
+		}()
+	}
+	keep := int64(storeCap)
+	if spec.OutputCap > keep {
+		keep = spec.OutputCap
+	}
 	res, err := confine.Run(ctx, confine.Spec{
 		Args:         spec.Args,
 		Env:          env,
 		Dir:          spec.Dir,
-		Binds:        []sandbox.Bind{{Source: top, Target: top, Writable: true}},
-		Mask:         g.cfg.Mask,
+		Binds:        append([]sandbox.Bind{{Source: top, Target: top, Writable: true}}, g.cfg.Binds...),
+		Mask:         append(append([]string{}, g.cfg.Mask...), spec.Hide...),
 		UID:          g.cfg.UID,
 		GID:          g.cfg.GID,
 		Hostname:     "grader",
@@ -131,9 +160,10 @@ func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.R
 		MemoryMax:    memoryMax(g.cfg.MemoryMax, spec.MemoryLimit),
 		PidsMax:      g.cfg.PidsMax,
 		CPUWeight:    g.cfg.CPUWeight,
+		Stdin:        stdin,
 		StdoutPath:   filepath.Join(outDir, "stdout"),
 		StderrPath:   filepath.Join(outDir, "stderr"),
-		OutputCap:    storeCap,
+		OutputCap:    keep,
 		CgroupParent: g.cfg.CgroupParent,
 		NetnsRunDir:  g.cfg.NetnsRunDir,
 		Logger:       g.cfg.Logger,
@@ -146,13 +176,14 @@ func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.R
 		capN = graders.DefaultOutputCap
 	}
 	out := graders.RunResult{
-		ExitCode:   res.ExitCode,
-		Signal:     int(res.Signal),
-		TimedOut:   res.TimedOut,
-		OOM:        res.OOM,
-		Wall:       res.Wall,
-		PeakMemory: res.PeakMemory,
-		MaxRSS:     res.MaxRSS,
+		ExitCode:      res.ExitCode,
+		Signal:        int(res.Signal),
+		TimedOut:      res.TimedOut,
+		OOM:           res.OOM,
+		Wall:          res.Wall,
+		PeakMemory:    res.PeakMemory,
+		MaxRSS:        res.MaxRSS,
+		PeakAnonShmem: res.Cgroup.PeakAnonShmemBytes,
 	}
 	if out.Stdout, err = headTail(filepath.Join(outDir, "stdout"), capN); err != nil {
 		return graders.RunResult{}, err

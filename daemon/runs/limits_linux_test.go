@@ -12,7 +12,7 @@ import (
 	"benchd.dev/tasks"
 )
 
-// limitTask is RT-01 with a 128 MiB memory limit, a hidden test that
+// limitTask is RT-01 with a 128 MiB memory limit, a hidden pytest test that
 // checks its own scratch is private, and a known attempt "hog" whose
 // module takes 400 MiB when the tests import it.
 func limitTask(t *testing.T) *tasks.Task {
@@ -30,6 +30,11 @@ func limitTask(t *testing.T) *tasks.Task {
 	if m == string(b) {
 		t.Fatal("rt-01's task.toml has no memory_mb = 1024")
 	}
+	withHidden := strings.Replace(m, `checks = "gen_checks.py"`, `checks = "gen_checks.py"`+"\nhidden = [\"test_scratch_private.py\"]", 1)
+	if withHidden == m {
+		t.Fatal(`rt-01's task.toml has no checks = "gen_checks.py"`)
+	}
+	m = withHidden
 	write := func(rel, content string, appendTo bool) {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -50,7 +55,7 @@ func limitTask(t *testing.T) *tasks.Task {
 	}
 	write("task.toml", m, false)
 	// The scratch holding this file: the grader's own uid's, mode 0700.
-	write("tests/test_counter_hidden.py", `
+	write("tests/test_scratch_private.py", `
 
 def test_scratch_is_private():
     import os, stat
@@ -58,7 +63,7 @@ def test_scratch_is_private():
     st = os.stat(top)
     assert stat.S_IMODE(st.st_mode) == 0o700, oct(st.st_mode)
     assert st.st_uid == os.getuid() != 0
-`, true)
+`, false)
 	sol, err := os.ReadFile(filepath.Join(dir, "solution", "files", "src", "counter.py"))
 	if err != nil {
 		t.Fatal(err)

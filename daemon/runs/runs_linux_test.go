@@ -58,10 +58,18 @@ func findTask(t testing.TB, id string) *tasks.Task {
 // no namespace file, no cgroup of confine's, no grader scratch.
 func newEngine(t testing.TB) *Engine {
 	t.Helper()
+	return newEngineWith(t, Config{})
+}
+
+// newEngineWith is newEngine with cfg, whose directories and logger it
+// fills in.
+func newEngineWith(t testing.TB, cfg Config) *Engine {
+	t.Helper()
 	testenv.Require(t, testenv.Root, testenv.FUSE, testenv.Cgroups, testenv.Netns, testenv.Userns, testenv.Python, testenv.Pytest)
 	state := t.TempDir()
 	scratch := t.TempDir()
-	e, err := New(Config{StateDir: state, TasksDir: tasksDir(t), ScratchDir: scratch, Logger: testLogger(t)})
+	cfg.StateDir, cfg.TasksDir, cfg.ScratchDir, cfg.Logger = state, tasksDir(t), scratch, testLogger(t)
+	e, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,10 +312,27 @@ func TestCommandAgent(t *testing.T) {
 		}
 	})
 	t.Run("changes the plan", func(t *testing.T) {
-		out, _ := runAttempt(t, e, Spec{AttemptID: "c2", Task: task, Agent: `sh -c 'echo x >> /workspace/plan.md; true'`})
+		// The view has the kernel check mode bits: the plan must stay
+		// readable, and its edits (a write, a chmod) must reach the edit
+		// policy, which refuses and journals them, not be refused by the
+		// kernel unrecorded.
+		out, _ := runAttempt(t, e, Spec{AttemptID: "c2", Task: task, Agent: `sh -c 'cat /workspace/plan.md > /dev/null || exit 3; echo x >> /workspace/plan.md; chmod 0600 /workspace/plan.md; true'`})
 		a := out.Attempt
+		if a.ExitCode != 0 {
+			t.Fatalf("got exit %d, want 0 (3: the agent could not read the plan)", a.ExitCode)
+		}
 		if a.Pass || a.Denied == 0 || !slices.Contains(codes(a.Reasons), graders.CodeWrongFiles) {
 			t.Errorf("got pass %v denied %d reasons %v, want a refused edit failing with wrong_files", a.Pass, a.Denied, codes(a.Reasons))
+		}
+		recs := verifiedJournal(t, out.JournalPath)
+		for _, op := range []journal.Op{journal.OpOpen, journal.OpChmod} {
+			found := false
+			for _, r := range recs {
+				found = found || r.Op == op && r.Path == planFile && r.Decision == journal.Denied && r.Result == "EACCES" && r.UID == uint32(DefaultAgentID)
+			}
+			if !found {
+				t.Errorf("no denied %s record of plan.md by uid %d in %d records", op, DefaultAgentID, len(recs))
+			}
 		}
 	})
 	t.Run("times out", func(t *testing.T) {
@@ -324,7 +349,86 @@ func TestCommandAgent(t *testing.T) {
 		if pids := procsWith("sleep\x00" + marker); len(pids) > 0 {
 			t.Errorf("processes of the agent survived: %v", pids)
 		}
+		recs := verifiedJournal(t, out.JournalPath)
+		if r := recs[len(recs)-2]; r.Op != journal.OpInterrupted || !strings.Contains(r.Name, "time limit") {
+			t.Errorf("record before the unmount: got %s %q, want interrupted by the time limit", r.Op, r.Name)
+		}
 	})
+	t.Run("canceled", func(t *testing.T) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		type result struct {
+			out Outcome
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			out, err := e.Run(ctx, Spec{AttemptID: "c4", Task: task, Agent: `sh -c 'echo "# edited" >> src/counter.py; sleep 3517'`}, nil)
+			done <- result{out, err}
+		}()
+		// The edit's release record reaches the journal file while the
+		// agent sleeps: the writer syncs in batches.
+		jpath := filepath.Join(e.AttemptDir("c4"), "journal.jsonl")
+		deadline := time.Now().Add(2 * time.Minute)
+		for !hasRelease(jpath, "src/counter.py") {
+			if time.Now().After(deadline) {
+				cancel(errors.New("test gave up"))
+				t.Fatalf("no release of src/counter.py in %s after 2 minutes", jpath)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cause := errors.New("canceled by the test")
+		cancel(cause)
+		var res result
+		select {
+		case res = <-done:
+		case <-time.After(2 * time.Minute):
+			t.Fatal("Run did not return within 2 minutes of the cancel")
+		}
+		if res.err == nil {
+			t.Fatal("Run of a canceled attempt returned no error")
+		}
+		if res.out.JournalPath != jpath || res.out.StdoutPath == "" {
+			t.Fatalf("outcome of a canceled attempt: got journal %q stdout %q, want %s and the transcript", res.out.JournalPath, res.out.StdoutPath, jpath)
+		}
+		recs := verifiedJournal(t, jpath)
+		if r := recs[len(recs)-2]; r.Op != journal.OpInterrupted || r.Name != cause.Error() {
+			t.Errorf("record before the unmount: got %s %q, want interrupted %q", r.Op, r.Name, cause)
+		}
+		if !hasRelease(jpath, "src/counter.py") {
+			t.Error("the sealed journal lost the edit")
+		}
+	})
+}
+
+// verifiedJournal reads the journal at path and checks that it verifies
+// and replays.
+func verifiedJournal(t *testing.T, path string) []journal.Record {
+	t.Helper()
+	recs, err := journal.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := &journal.Blobs{Dir: journal.BlobsDir(path)}
+	if err := journal.Verify(recs, blobs); err != nil {
+		t.Fatalf("journal does not verify: %v", err)
+	}
+	if err := journal.VerifyReplay(recs, blobs); err != nil {
+		t.Fatalf("journal does not replay: %v", err)
+	}
+	return recs
+}
+
+// hasRelease reports whether the journal file at path has, among its
+// complete lines, an ok release record of p.
+func hasRelease(path, p string) bool {
+	recs, _ := journal.Read(path) // the records before a torn line
+	for _, r := range recs {
+		if r.Op == journal.OpRelease && r.Path == p && r.Result == "ok" {
+			return true
+		}
+	}
+	return false
 }
 
 // procsWith lists processes whose command line contains s.
@@ -362,13 +466,7 @@ func TestConfinedGraderRunner(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ws := filepath.Join(t.TempDir(), "ws")
-			if err := tasks.CopyTree(task.WorkspaceDir(), ws); err != nil {
-				t.Fatal(err)
-			}
-			if err := tasks.ApplyOverlay(ws, at.Dir, at.Delete); err != nil {
-				t.Fatal(err)
-			}
+			ws := attemptTree(t, task, at)
 			v, err := graders.Grade(context.Background(), graders.Input{Task: task, Workspace: ws}, runner)
 			if err != nil {
 				t.Fatal(err)
@@ -455,4 +553,94 @@ func TestCleanup(t *testing.T) {
 			t.Errorf("%s removed: %v", kept, err)
 		}
 	}
+}
+
+// TestConfinedWorkload grades RT-04's attempts whose verdicts need the
+// confined runner: memory held in a memfd counts (the cgroup's anon plus
+// shmem), and the forbidden modules' files are absent, so loading dbm.dumb
+// by its path fails. The reference still passes beside them.
+func TestConfinedWorkload(t *testing.T) {
+	testenv.Require(t, testenv.Root, testenv.Cgroups, testenv.Netns, testenv.Userns, testenv.Python, testenv.Pytest)
+	task := findTask(t, "rt-04")
+	runner := ConfinedGraderRunner(GraderRunnerConfig{Mask: []string{tasksDir(t)}, NetnsRunDir: filepath.Join(t.TempDir(), "netns"),
+		MemoryMax: int64(task.MemoryMB) << 20})
+	var confined int
+	for _, at := range append([]tasks.Attempt{task.Reference()}, task.Attempts...) {
+		if at.Name != "reference" && !at.Expect.Confined {
+			continue
+		}
+		if at.Expect.Confined {
+			confined++
+		}
+		t.Run(at.Name, func(t *testing.T) {
+			ws := attemptTree(t, task, at)
+			scratch := t.TempDir()
+			os.Chmod(scratch, 0o711)
+			v, err := graders.Grade(context.Background(), graders.Input{Task: task, Workspace: ws, ScratchRoot: scratch}, runner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Pass != at.Expect.Pass || (!at.Expect.Pass && !v.Has(at.Expect.Code)) {
+				t.Errorf("got pass %v reasons %v, want pass %v with %q\n%s", v.Pass, v.Reasons, at.Expect.Pass, at.Expect.Code, v.Detail)
+			}
+		})
+	}
+	if confined < 2 {
+		t.Errorf("rt-04 has %d attempts that need the confined runner, want the memfd and dbm ones", confined)
+	}
+}
+
+// TestWorkspaceCap: an agent that creates files past the view's files
+// cap gets EDQUOT, the journal has the cap record, and the verdict fails
+// with workspace_cap though every file it made is an ignored one.
+func TestWorkspaceCap(t *testing.T) {
+	// rt-01's workspace holds 5 entries and plan.md: 14 more fit.
+	e := newEngineWith(t, Config{WorkspaceFiles: 20})
+	task := findTask(t, "rt-01")
+	out, _ := runAttempt(t, e, Spec{AttemptID: "cap1", Task: task, Agent: `sh -c 'for i in $(seq 50); do touch /workspace/f$i.tmp 2>/dev/null || echo refused; done; true'`})
+	a := out.Attempt
+	if a.ExitCode != 0 {
+		t.Fatalf("got exit %d, want 0", a.ExitCode)
+	}
+	if a.Pass || !slices.Contains(codes(a.Reasons), graders.CodeCap) {
+		t.Errorf("got pass %v reasons %v, want a failure with %s", a.Pass, codes(a.Reasons), graders.CodeCap)
+	}
+	if a.Denied != 0 {
+		t.Errorf("got %d denied, want 0: a cap is no refusal of the policy", a.Denied)
+	}
+	recs := verifiedJournal(t, out.JournalPath)
+	if caps := journal.CapsOf(recs); !slices.Equal(caps, []string{journal.CapFiles}) {
+		t.Errorf("journal caps: got %v, want [%s]", caps, journal.CapFiles)
+	}
+	b, err := os.ReadFile(out.StdoutPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(b), "refused"); got != 50-14 {
+		t.Errorf("creates refused: got %d, want %d", got, 50-14)
+	}
+	// A regrade of the attempt as the daemon stored it (with its ID)
+	// reads the cap from the journal and agrees.
+	a.ID = "cap1"
+	v, err := e.Regrade(context.Background(), task, a, out.FinalDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(codes(v.Reasons), graders.CodeCap) {
+		t.Errorf("regrade: got reasons %v, want %s", codes(v.Reasons), graders.CodeCap)
+	}
+}
+
+// attemptTree is task's workspace with the known attempt at applied, in
+// a directory of the test's.
+func attemptTree(t *testing.T, task *tasks.Task, at tasks.Attempt) string {
+	t.Helper()
+	ws := filepath.Join(t.TempDir(), "ws")
+	if err := tasks.CopyTree(task.WorkspaceDir(), ws); err != nil {
+		t.Fatal(err)
+	}
+	if err := tasks.ApplyOverlay(ws, at.Dir, at.Delete); err != nil {
+		t.Fatal(err)
+	}
+	return ws
 }

@@ -90,68 +90,116 @@ func toRow(a apitype.Attempt) (attemptRow, error) {
 	}
 	rest := a
 	rest.ID, rest.Run, rest.Task, rest.State, rest.Created = "", "", "", "", time.Time{}
+	rest.RetryOf, rest.RetriedBy = "", ""
+	rest.Review = nil // the reviews table's
 	var err error
 	row.data, err = json.Marshal(rest)
 	return row, err
 }
 
-// scanAttempt reads the columns id, run, task, state, created, data.
+// scanAttempt reads the columns of attemptSelect: id, run, task, state,
+// created, data, the two links of the retries table, and the review's
+// columns (NULL without one).
 func scanAttempt(sc interface{ Scan(...any) error }) (apitype.Attempt, error) {
 	var (
-		a               apitype.Attempt
-		id, task, state string
-		run             sql.NullString
-		created         int64
-		data            []byte
+		a                       apitype.Attempt
+		id, task, state         string
+		run, retryOf, retriedBy sql.NullString
+		created                 int64
+		data                    []byte
+		rvOutcome, why          sql.NullString
+		uid, reviewed           sql.NullInt64
+		graded                  []byte
 	)
-	if err := sc.Scan(&id, &run, &task, &state, &created, &data); err != nil {
+	if err := sc.Scan(&id, &run, &task, &state, &created, &data, &retryOf, &retriedBy, &rvOutcome, &why, &uid, &reviewed, &graded); err != nil {
 		return apitype.Attempt{}, translate(err)
 	}
 	if err := json.Unmarshal(data, &a); err != nil {
 		return apitype.Attempt{}, fmt.Errorf("attempt %s: stored data: %w", id, err)
 	}
 	a.ID, a.Run, a.Task, a.State, a.Created = id, run.String, task, state, fromNanos(created)
+	a.RetryOf, a.RetriedBy = retryOf.String, retriedBy.String
+	a.Review = nil
+	if rvOutcome.Valid {
+		rv := &apitype.Review{Outcome: rvOutcome.String, Why: why.String, UID: int(uid.Int64), Time: fromNanos(reviewed.Int64)}
+		if err := json.Unmarshal(graded, &rv.Graded); err != nil {
+			return apitype.Attempt{}, fmt.Errorf("attempt %s: stored review: %w", id, err)
+		}
+		a.Review = rv
+	}
 	return a, nil
 }
 
+// attemptColumns are the columns of attempts that an insert sets.
 const attemptColumns = `id, run, task, state, created, data`
+
+// attemptSelect selects what scanAttempt reads: each attempt (as a) with
+// the two links of the retries table (retry_of, retried_by) and its
+// review (as v), if any.
+const attemptSelect = `SELECT a.id, a.run, a.task, a.state, a.created, a.data,
+	(SELECT o.id FROM retries r JOIN attempts o ON o.n = r.retry_of WHERE r.attempt = a.n),
+	(SELECT b.id FROM retries r JOIN attempts b ON b.n = r.attempt WHERE r.retry_of = a.n),
+	v.outcome, v.why, v.uid, v.reviewed, v.graded
+	FROM attempts a LEFT JOIN reviews v ON v.attempt = a.n`
 
 // CreateAttempt stores a new attempt in state queued (an empty State is
 // taken as queued; any other is an error matching ErrInvalid). Created is
 // set to now when zero. Its Run, when not empty, must exist (else
 // ErrNotFound); an attempt whose id exists already is an error matching
 // ErrConflict.
+//
+// A retry is made with CreateRetry: an attempt with RetryOf set is an
+// error matching ErrInvalid here.
 func (s *Store) CreateAttempt(ctx context.Context, a apitype.Attempt) error {
-	if a.State == "" {
-		a.State = apitype.StateQueued
+	if a.RetryOf != "" {
+		return fmt.Errorf("unable to create attempt %s: %w: a retry (of %s) is made with CreateRetry", a.ID, ErrInvalid, a.RetryOf)
 	}
-	if a.State != apitype.StateQueued {
-		return fmt.Errorf("unable to create attempt %s: %w: state %q, want %q", a.ID, ErrInvalid, a.State, apitype.StateQueued)
-	}
-	if a.Created.IsZero() {
-		a.Created = time.Now()
-	}
-	row, err := toRow(a)
+	row, err := newRow(&a)
 	if err != nil {
 		return fmt.Errorf("unable to create attempt %s: %w", a.ID, err)
 	}
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		if row.run.Valid {
-			var one int
-			err := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, a.Run).Scan(&one)
-			if err != nil {
-				return fmt.Errorf("run %s: %w", a.Run, translate(err))
-			}
-		}
-		_, err := tx.ExecContext(ctx,
-			`INSERT INTO attempts (`+attemptColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-			a.ID, row.run, a.Task, a.State, row.created, row.data)
-		return translate(err)
+		_, err := insertAttempt(ctx, tx, a, row)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("unable to create attempt %s: %w", a.ID, err)
 	}
 	return nil
+}
+
+// newRow checks that a is a new attempt (queued; an empty State is taken
+// as queued), sets Created to now when zero, and splits it into columns.
+func newRow(a *apitype.Attempt) (attemptRow, error) {
+	if a.State == "" {
+		a.State = apitype.StateQueued
+	}
+	if a.State != apitype.StateQueued {
+		return attemptRow{}, fmt.Errorf("%w: state %q, want %q", ErrInvalid, a.State, apitype.StateQueued)
+	}
+	if a.Created.IsZero() {
+		a.Created = time.Now()
+	}
+	return toRow(*a)
+}
+
+// insertAttempt inserts the new attempt a (split into row) and returns
+// its row number; its run, when given, must exist.
+func insertAttempt(ctx context.Context, tx *sql.Tx, a apitype.Attempt, row attemptRow) (int64, error) {
+	if row.run.Valid {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, a.Run).Scan(&one)
+		if err != nil {
+			return 0, fmt.Errorf("run %s: %w", a.Run, translate(err))
+		}
+	}
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO attempts (`+attemptColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		a.ID, row.run, a.Task, a.State, row.created, row.data)
+	if err != nil {
+		return 0, translate(err)
+	}
+	return res.LastInsertId()
 }
 
 // UpdateAttempt replaces the stored attempt a.ID with a, every field
@@ -185,8 +233,7 @@ func (s *Store) UpdateAttempt(ctx context.Context, a apitype.Attempt) error {
 
 // GetAttempt returns attempt id, or an error matching ErrNotFound.
 func (s *Store) GetAttempt(ctx context.Context, id string) (apitype.Attempt, error) {
-	a, err := scanAttempt(s.r.QueryRowContext(ctx,
-		`SELECT `+attemptColumns+` FROM attempts WHERE id = ?`, id))
+	a, err := scanAttempt(s.r.QueryRowContext(ctx, attemptSelect+` WHERE a.id = ?`, id))
 	if err != nil {
 		return apitype.Attempt{}, fmt.Errorf("unable to get attempt %s: %w", id, err)
 	}
@@ -210,10 +257,10 @@ func (s *Store) ListAttempts(ctx context.Context, f Filter) ([]apitype.Attempt, 
 		args  []any
 	)
 	if f.Run != "" {
-		where, args = append(where, "run = ?"), append(args, f.Run)
+		where, args = append(where, "a.run = ?"), append(args, f.Run)
 	}
 	if f.Task != "" {
-		where, args = append(where, "task = ?"), append(args, f.Task)
+		where, args = append(where, "a.task = ?"), append(args, f.Task)
 	}
 	if len(f.States) > 0 {
 		marks := make([]string, len(f.States))
@@ -224,16 +271,16 @@ func (s *Store) ListAttempts(ctx context.Context, f Filter) ([]apitype.Attempt, 
 			marks[i] = "?"
 			args = append(args, st)
 		}
-		where = append(where, "state IN ("+strings.Join(marks, ", ")+")")
+		where = append(where, "a.state IN ("+strings.Join(marks, ", ")+")")
 	}
 	if f.Limit < 0 {
 		return nil, fmt.Errorf("unable to list attempts: %w: negative limit %d", ErrInvalid, f.Limit)
 	}
-	q := `SELECT ` + attemptColumns + ` FROM attempts`
+	q := attemptSelect
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY created DESC, n DESC`
+	q += ` ORDER BY a.created DESC, a.n DESC`
 	if f.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
@@ -266,7 +313,7 @@ func (s *Store) MarkInFlightInfraError(ctx context.Context, reason string) ([]st
 	now := time.Now().UTC()
 	ids := []string{}
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+attemptColumns+` FROM attempts WHERE state = ? ORDER BY created, n`,
+		rows, err := tx.QueryContext(ctx, attemptSelect+` WHERE a.state = ? ORDER BY a.created, a.n`,
 			apitype.StateRunning)
 		if err != nil {
 			return err

@@ -15,6 +15,10 @@
 //	journals(attempt, records, head, bytes, ingested)
 //	journal_lines(k, line)             k = attempts.n << 32 | seq
 //	transcripts(attempt, stdout, stderr, stdout_truncated, stderr_truncated)
+//	signatures(attempt, keyid, envelope, signed)
+//	retries(attempt, retry_of)         retry_of unique: retried at most once
+//	requests(attempt, request)
+//	reviews(attempt, outcome, why, uid, reviewed, graded)
 //
 // An attempt (apitype.Attempt) is stored as columns for what queries
 // select and order by (id, run, task, state, created) and one JSON column,
@@ -86,6 +90,16 @@
 // short by a crash can still be stored; journal.Verify tells it apart.
 // An attempt's journal is ingested once; a second ingest is a conflict.
 //
+// The daemon stores a journal at every ending, so that no attempt a
+// dispute may be about lacks one: at the end of the attempt (done,
+// canceled, out of time, stopped by a shutdown: each sealed by fsmon, the
+// early ones with an interrupted record), and at the next start for an
+// attempt whose benchd died (kill -9, crash, power loss) or gave up
+// waiting for it at shutdown, after journal.Recover sealed what the file
+// holds. Journal (ErrNotFound) is how start-up recovery finds the
+// attempts whose journal is still only a file; the store needs no
+// column or migration for it.
+//
 // Before the transaction begins, every blob of the journal's blob
 // directory (journal.BlobsDir) is placed in STATE/blobs: hard-linked when
 // both are on one file system (blobs are read-only and never rewritten,
@@ -102,6 +116,43 @@
 // the record stays whole. SaveTranscriptFiles reads the capture files
 // the sandbox wrote, each up to MaxTranscriptBytes; a stream is marked
 // truncated when the sandbox says so or when the file passes that cap.
+//
+// # Signatures
+//
+// signatures holds, per ended attempt, the DSSE envelope of its signed
+// statement (apitype.Statement) as benchd made it, byte for byte. The
+// store does not sign or check envelopes; it keeps the latest one of an
+// attempt (SaveEnvelope replaces an earlier one, as when an attempt
+// abandoned at shutdown is ended again) and gives it back (Envelope).
+//
+// # Retries
+//
+// An attempt that ended in infra_error (the harness failed, so it has no
+// verdict) may be retried by a new attempt of the same run: CreateRetry
+// stores the new queued attempt, its row in retries, its request, and
+// appends it to the run's attempts, in one transaction, and only if the
+// attempt it retries is an infra error of that run that no attempt
+// retries yet (retries.retry_of is unique, so two racing retries cannot
+// both be stored). A run's slot is therefore a chain of attempts, each
+// but the last an infra error, and at most the last has a verdict: no
+// slot is scored twice. Attempts read back with RetryOf and RetriedBy
+// filled in from retries (like the columns, they are never kept in
+// data). requests keeps, per attempt, what it was asked to run (the
+// daemon's request, without environment values), byte for byte, so that
+// a retry runs the same request.
+//
+// # Reviews
+//
+// A verdict the grader left to review (outcome review: neither a pass
+// nor a fail) is decided by a person once: ReviewAttempt stores the
+// decision in reviews (pass or fail, why, the reviewer's uid, when, and
+// the grader's verdict as it was, JSON) and replaces the attempt's
+// verdict with the decided one, in one transaction. The reviews row is
+// the truth for the review: an attempt's data column never holds one,
+// and every read of an attempt joins its review in (Attempt.Review). An
+// attempt is reviewed at most once (the table's primary key, and a
+// check in the transaction that names the first review), and only when
+// its outcome is review.
 //
 // # Errors
 //

@@ -71,6 +71,47 @@ CREATE TABLE transcripts (
 );
 `,
 	},
+	{
+		name: "signed statements",
+		sql: `
+CREATE TABLE signatures (
+	attempt  INTEGER PRIMARY KEY REFERENCES attempts(n),
+	keyid    TEXT NOT NULL,    -- the signing key's id (internal/dsse.KeyID)
+	envelope BLOB NOT NULL,    -- the DSSE envelope of the attempt's statement, JSON
+	signed   INTEGER NOT NULL  -- ns since the Unix epoch
+);
+`,
+	},
+	{
+		name: "retries and requests",
+		sql: `
+-- A retry of an infra-error attempt: each attempt is retried at most
+-- once (retry_of is unique), so a run's slot is a chain.
+CREATE TABLE retries (
+	attempt  INTEGER PRIMARY KEY REFERENCES attempts(n),    -- the retry
+	retry_of INTEGER NOT NULL UNIQUE REFERENCES attempts(n) -- the attempt it retries
+);
+-- What an attempt was asked to run (the daemon's request, JSON, without
+-- the values of environment variables), so that it can be retried.
+CREATE TABLE requests (
+	attempt INTEGER PRIMARY KEY REFERENCES attempts(n),
+	request BLOB NOT NULL
+);
+`,
+	},
+	{
+		name: "reviews",
+		sql: `
+CREATE TABLE reviews (
+	attempt  INTEGER PRIMARY KEY REFERENCES attempts(n), -- one review per attempt
+	outcome  TEXT NOT NULL CHECK (outcome IN ('pass', 'fail')),
+	why      TEXT NOT NULL,
+	uid      INTEGER NOT NULL, -- the reviewer, from the socket's peer credentials
+	reviewed INTEGER NOT NULL, -- ns since the Unix epoch
+	graded   TEXT NOT NULL     -- JSON: the grader's verdict, left to review (apitype.Verdict)
+);
+`,
+	},
 }
 
 // SchemaVersion is the schema version this package writes.

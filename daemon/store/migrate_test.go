@@ -126,7 +126,7 @@ func TestSchemaTooNew(t *testing.T) {
 	if !errors.Is(err, ErrSchemaTooNew) {
 		t.Fatalf("got %v, want an error matching ErrSchemaTooNew", err)
 	}
-	for _, want := range []string{"version 3", "up to 2", "upgrade benchd"} {
+	for _, want := range []string{fmt.Sprintf("version %d", newer), fmt.Sprintf("up to %d", len(migrations)), "upgrade benchd"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("got message %q, want it to contain %q", err, want)
 		}
@@ -137,4 +137,99 @@ func TestSchemaTooNew(t *testing.T) {
 	if got := version(t, db); got != newer {
 		t.Errorf("got version %d after the refusal, want it untouched (%d)", got, newer)
 	}
+}
+
+// TestMigrateSignatures: a database of version 2, with an ended attempt
+// in it, gains the signatures table; its attempts keep their rows and
+// can be signed, and an envelope is kept byte for byte.
+func TestMigrateSignatures(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := openAtVersion(t, dir, 2)
+	var n int
+	must(t, db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = 'signatures'`).Scan(&n))
+	if n != 0 {
+		t.Fatalf("version 2 has signatures, want it added by version 3")
+	}
+	a := fullAttempt("a1")
+	a.Run = ""
+	row, err := toRow(a)
+	must(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO attempts (`+attemptColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		a.ID, row.run, a.Task, a.State, row.created, row.data)
+	must(t, err)
+	must(t, db.Close())
+
+	s, err := Open(ctx, Config{Dir: dir})
+	must(t, err)
+	defer s.Close()
+	if got := version(t, s.w); got < 3 {
+		t.Fatalf("got version %d after Open, want at least 3", got)
+	}
+	if _, err := s.Envelope(ctx, "a1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("envelope of an attempt never signed: got %v, want ErrNotFound", err)
+	}
+	env := []byte(`{"payloadType":"application/vnd.benchd.attempt+json","payload":"e30=","signatures":[{"keyid":"k1","sig":"AA=="}]}`)
+	must(t, s.SaveEnvelope(ctx, "a1", "k1", env))
+	got, err := s.Envelope(ctx, "a1")
+	must(t, err)
+	if string(got) != string(env) {
+		t.Errorf("got envelope %s, want %s", got, env)
+	}
+	// A second signature replaces the first.
+	env2 := []byte(`{"payloadType":"x","payload":"","signatures":[]}`)
+	must(t, s.SaveEnvelope(ctx, "a1", "k2", env2))
+	if got, err := s.Envelope(ctx, "a1"); err != nil || string(got) != string(env2) {
+		t.Errorf("after a second save: got %s, %v; want %s", got, err, env2)
+	}
+	if err := s.SaveEnvelope(ctx, "nope", "k1", env); !errors.Is(err, ErrNotFound) {
+		t.Errorf("signature of a missing attempt: got %v, want ErrNotFound", err)
+	}
+	if err := s.SaveEnvelope(ctx, "a1", "", env); !errors.Is(err, ErrInvalid) {
+		t.Errorf("signature without a key id: got %v, want ErrInvalid", err)
+	}
+	if got, err := s.GetAttempt(ctx, "a1"); err != nil || got.JournalHead != a.JournalHead {
+		t.Errorf("attempt after migration: got %+v, %v", got, err)
+	}
+}
+
+// TestMigrateRetries: a database of version 3, with an infra-error
+// attempt of a run in it, gains retries and requests; the attempt reads
+// back with no links, has no request, and can be retried once.
+func TestMigrateRetries(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := openAtVersion(t, dir, 3)
+	var n int
+	must(t, db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name IN ('retries', 'requests')`).Scan(&n))
+	if n != 0 {
+		t.Fatalf("version 3 has retries or requests, want them added by version 4")
+	}
+	a := fullAttempt("a1")
+	a.State, a.InfraError = apitype.StateInfraError, "mount failed"
+	row, err := toRow(a)
+	must(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO runs (id, task, agent, attempts, created) VALUES ('r1', 'rt-01', 'x', '["a1"]', 0)`)
+	must(t, err)
+	_, err = db.ExecContext(ctx, `INSERT INTO attempts (`+attemptColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		a.ID, row.run, a.Task, a.State, row.created, row.data)
+	must(t, err)
+	must(t, db.Close())
+
+	s, err := Open(ctx, Config{Dir: dir})
+	must(t, err)
+	defer s.Close()
+	if got := version(t, s.w); got < 4 {
+		t.Fatalf("got version %d after Open, want at least 4", got)
+	}
+	got, err := s.GetAttempt(ctx, "a1")
+	must(t, err)
+	if got.RetryOf != "" || got.RetriedBy != "" || got.InfraError != "mount failed" {
+		t.Errorf("attempt after migration: got retry_of %q retried_by %q infra %q", got.RetryOf, got.RetriedBy, got.InfraError)
+	}
+	if _, err := s.Request(ctx, "a1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("request of an attempt made before version 4: got %v, want ErrNotFound", err)
+	}
+	must(t, s.CreateRetry(ctx, apitype.Attempt{ID: "a2", Run: "r1", Task: "rt-01"}, "a1", nil))
+	wantErr(t, s.CreateRetry(ctx, apitype.Attempt{ID: "a3", Run: "r1", Task: "rt-01"}, "a1", nil), ErrConflict)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -36,7 +37,7 @@ func TestOpen(t *testing.T) {
 		{"busy timeout", s.w, "PRAGMA busy_timeout", "5000"},
 		{"readers foreign keys", s.r, "PRAGMA foreign_keys", "1"},
 		{"readers query only", s.r, "PRAGMA query_only", "1"},
-		{"schema version", s.w, "SELECT version FROM schema_version", "2"},
+		{"schema version", s.w, "SELECT version FROM schema_version", fmt.Sprint(SchemaVersion())},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -27,9 +28,16 @@ var (
 // are written once (to a temporary file in Dir, then renamed into place),
 // made read-only and never rewritten, so a Blobs is safe for concurrent
 // use, by several processes too. Blobs are not synced to disk one by one:
-// a blob lost in a crash shows up as missing when the journal is verified.
+// a blob lost in a power loss shows up as missing when the journal is
+// verified, and Recover cuts an unsealed journal before the first record
+// that names a lost or damaged blob.
 type Blobs struct {
 	Dir string
+	// Added, when set, is called with the hash and size of each blob
+	// this Blobs places in the store that was not there before (a blob
+	// that exists already costs nothing and is not reported). fsmon's
+	// view counts the bytes it stores with it.
+	Added func(sha string, size int64)
 }
 
 // ValidSHA reports whether s is a hex SHA-256 digest as the journal
@@ -58,6 +66,15 @@ func (b *Blobs) Path(sha string) (string, error) {
 // Put stores everything read from r and returns its hash and size. If the
 // blob exists already it is left as it is.
 func (b *Blobs) Put(r io.Reader) (sha string, size int64, err error) {
+	return b.put(func(tmp *os.File, h hash.Hash) (int64, error) {
+		return io.Copy(io.MultiWriter(tmp, h), r)
+	})
+}
+
+// put stores what fill writes to a temporary file of the store (and to
+// h, for its hash) as a blob, and returns its hash and size; the
+// temporary file is removed on error.
+func (b *Blobs) put(fill func(tmp *os.File, h hash.Hash) (int64, error)) (sha string, size int64, err error) {
 	tmp, err := os.CreateTemp(b.Dir, ".put-*")
 	if err != nil {
 		return "", 0, fmt.Errorf("unable to store blob: %w", err)
@@ -69,25 +86,35 @@ func (b *Blobs) Put(r io.Reader) (sha string, size int64, err error) {
 		}
 	}()
 	h := sha256.New()
-	size, err = io.Copy(io.MultiWriter(tmp, h), r)
-	if err != nil {
+	if size, err = fill(tmp, h); err != nil {
 		return "", 0, fmt.Errorf("unable to store blob: %w", err)
 	}
 	sha = hex.EncodeToString(h.Sum(nil))
-	if err = b.place(tmp, sha); err != nil {
+	if err = b.place(tmp, sha, size); err != nil {
 		return "", 0, err
 	}
 	return sha, size, nil
 }
 
-// PutFile stores the content of the file at path.
+// PutFile stores the content of the file at path, as PutOpenFile does.
 func (b *Blobs) PutFile(path string) (sha string, size int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", 0, fmt.Errorf("unable to store blob: %w", err)
 	}
 	defer f.Close()
-	return b.Put(f)
+	return b.PutOpenFile(f)
+}
+
+// PutOpenFile stores the content of the open regular file f, from its
+// start to the size it has when the copy starts, whatever f's offset.
+// Holes stay holes: on Linux they are found with SEEK_HOLE and neither
+// read nor written (the hash covers their zeros), so a sparse file's
+// blob is as sparse as the file.
+func (b *Blobs) PutOpenFile(f *os.File) (sha string, size int64, err error) {
+	return b.put(func(tmp *os.File, h hash.Hash) (int64, error) {
+		return copySparse(tmp, f, h)
+	})
 }
 
 // PutBytes stores p and returns its hash.
@@ -103,7 +130,7 @@ func (b *Blobs) PutBytes(p []byte) (string, error) {
 	if _, err = tmp.Write(p); err != nil {
 		err = fmt.Errorf("unable to store blob: %w", err)
 	} else {
-		err = b.place(tmp, sha)
+		err = b.place(tmp, sha, int64(len(p)))
 	}
 	if err != nil {
 		tmp.Close()
@@ -113,9 +140,9 @@ func (b *Blobs) PutBytes(p []byte) (string, error) {
 	return sha, nil
 }
 
-// place closes tmp, which holds the content of blob sha, and renames it
-// into place, or removes it if the blob exists already.
-func (b *Blobs) place(tmp *os.File, sha string) error {
+// place closes tmp, which holds the content of blob sha (size bytes),
+// and renames it into place, or removes it if the blob exists already.
+func (b *Blobs) place(tmp *os.File, sha string, size int64) error {
 	if err := tmp.Chmod(0o444); err != nil {
 		return fmt.Errorf("unable to store blob: %w", err)
 	}
@@ -134,6 +161,9 @@ func (b *Blobs) place(tmp *os.File, sha string) error {
 	// install identical bytes, so either wins.
 	if err := os.Rename(tmp.Name(), final); err != nil {
 		return fmt.Errorf("unable to store blob: %w", err)
+	}
+	if b.Added != nil {
+		b.Added(sha, size)
 	}
 	return nil
 }
@@ -192,7 +222,7 @@ func (b *Blobs) Verify(sha string) error {
 		return fmt.Errorf("blob %s: %w: not a regular file", sha, fs.ErrInvalid)
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, rc); err != nil {
+	if _, err := copySparse(nil, rc.(*os.File), h); err != nil {
 		return fmt.Errorf("unable to read blob %s: %w", sha, err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != sha {

@@ -11,7 +11,8 @@
 // appends records, Read and Reader read them back, Verify and VerifyFile
 // check the chain and the blobs, ReplayTree and Replay rebuild the tree at
 // any record, VerifyReplay proves that the records account for the final
-// tree, and ChangesetOf gives the net change.
+// tree, ChangesetOf gives the net change, and Recover seals a journal
+// whose writer died.
 //
 // # Record format
 //
@@ -26,7 +27,17 @@
 // conventions for two-path operations are: rename and link have the old
 // (existing) path in Path and the new one in Path2, symlink the new link
 // in Path and its content in Target, copy_file_range the destination (the
-// file written) in Path and the source in Path2. Mode is the permission
+// file written) in Path and the source in Path2. A write, fallocate,
+// truncate, copy_file_range or release of a file whose every name was
+// removed while it was open has an empty Path and the last name the file
+// had in Target (see "Replay"). A cap record (op "cap") says that the
+// view refused an operation at one of its caps: Name is the cap
+// (CapFiles, CapRecords or CapBlobBytes), Path and Path2 the refused
+// operation's paths, Result its errno (EDQUOT, ENOSPC or EFBIG); there
+// is at most one per cap. An interrupted record says, in Name, why
+// the attempt ended before its end (canceled, out of time, benchd
+// stopped or died); only releases of files still open and the unmount
+// record may follow it. Mode is the permission
 // the object got for create, mkdir and mknod (after the umask: replay
 // takes it as the new object's mode), and the new one for chmod; mknod's
 // Mode carries the file type bits too (S_IFREG for a regular file).
@@ -68,7 +79,8 @@
 // decision, a result, a time), deleting, inserting or reordering records
 // breaks the chain at the first record concerned, and Verify names it.
 // Cutting records off the end leaves a valid chain but no unmount record,
-// which Verify also rejects. Someone who rewrites a journal can recompute
+// which Verify also rejects (it also allows at most one interrupted
+// record, followed only by releases and the unmount). Someone who rewrites a journal can recompute
 // every hash after their edit, so the chain proves integrity only
 // relative to a head hash kept elsewhere: whoever stored the attempt's
 // result keeps the unmount record's Hash and compares it.
@@ -82,6 +94,14 @@
 // content of every file of the initial and the final tree (SnapshotTree
 // stores them with the manifest), the content of every file at every
 // release record, and the two manifests.
+//
+// Holes stay holes: on Linux, storing a file's content (PutFile,
+// PutOpenFile, SnapshotTree), hashing it (ScanTree, HashFile, Verify)
+// and replaying it find holes with SEEK_DATA and SEEK_HOLE and neither
+// read nor write them, so a `truncate -s 1G` file is a 1 GiB hole in its
+// blob and in the replayed tree, not a gigabyte of zeros on disk. The
+// content hash is of every byte, as always: a hole's zeros are hashed
+// from memory.
 //
 // A manifest (Tree.Manifest) is the encoding/json encoding of a tree's
 // entries as an array sorted by path: path, type ("file", "dir",
@@ -121,7 +141,13 @@
 //     (and, for truncate, takes the new size) until the next release
 //     record of the path, whose SHA256 and Size are the file's content
 //     after the writes. A release of a path that no longer holds a file
-//     (removed while open, or recorded with no path) changes nothing.
+//     (removed while open, or recorded with no path) changes nothing;
+//   - write, fallocate, truncate, copy_file_range and release with an
+//     empty Path (a file with no name left, named in Target) change
+//     nothing: fsmon never lets such a file be named again (links of it
+//     and O_TMPFILE are refused), so it is in no tree, and applying them
+//     to whatever holds the old name later would be wrong;
+//   - interrupted and cap change nothing.
 //
 // Hard links that already exist in the initial tree are not visible in a
 // manifest: replay treats each of their paths as a file of its own, so a
@@ -141,6 +167,40 @@
 // and link targets). It passes only if the records account for every
 // change the final tree shows, which is what lets a third party rebuild
 // the graded tree from the journal and re-run the grade.
+//
+// # Writing, and what survives each ending
+//
+// Append encodes a record into the Writer's buffer; every SyncInterval
+// (100 ms) a goroutine of the Writer writes the buffered records to the
+// file and syncs it, off the appending caller's path, and Close writes
+// and syncs the rest. Blobs are not synced one by one (see Blobs). So:
+//
+//   - a normal end (fsmon's Unmount, then Close): every record, ending
+//     with the unmount record;
+//   - an attempt cut short while its writer lives (canceled, out of time,
+//     the daemon stopping): an interrupted record naming the cause, the
+//     releases of files still open, the unmount record; a complete
+//     journal like any other;
+//   - the writing process killed (kill -9, a crash): the records of the
+//     last interval at most are lost (they were still in the buffer); a
+//     power loss may also lose what the last sync had not finished, and
+//     recent blobs. The file ends in complete records, possibly followed
+//     by one torn line.
+//
+// Recover turns the last case into the second: it keeps the longest
+// prefix of complete records (whole lines, canonical, in the chain, every
+// blob they name present and intact, the mount manifest's files
+// included), cuts the rest, and appends an interrupted record, a release
+// record with Flags ReleaseAtRecovery (2) for each file of the kept
+// records' tree whose content in the view's backing directory differs
+// (a file still open at the crash, written through passthrough, or one
+// whose release was in the lost tail: content observed, with no caller),
+// and an unmount record whose manifest is the tree all these records
+// account for (ReplayTree). The result verifies and replays; a torn tail
+// line or a lost blob costs the records from it on, never the journal.
+// Paths made, removed or renamed in the lost tail are not in its final
+// tree: no record says so, and a release cannot. A journal without a
+// complete mount record and its initial tree cannot be recovered.
 //
 // # Changeset
 //

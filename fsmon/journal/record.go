@@ -31,15 +31,45 @@ const (
 	OpFallocate     Op = "fallocate"
 	OpCopyFileRange Op = "copy_file_range"
 	OpRelease       Op = "release" // last close of a file open for writing
-	OpUnmount       Op = "unmount"
+	// OpInterrupted marks a journal whose attempt did not run to its
+	// end (canceled, benchd stopped, or sealed by recovery after a
+	// crash); Name says why. Only releases of files still open and the
+	// unmount record may follow it.
+	OpInterrupted Op = "interrupted"
+	// OpCap says that the view refused an operation because it hit one
+	// of its caps (Name: CapFiles, CapRecords or CapBlobBytes), once per
+	// cap: Path is the refused operation's path, Result its errno
+	// (EDQUOT, ENOSPC or EFBIG). It changes nothing.
+	OpCap     Op = "cap"
+	OpUnmount Op = "unmount"
 )
+
+// The caps an OpCap record names.
+const (
+	CapFiles     = "files"      // entries the tree may hold: creating more is EDQUOT
+	CapRecords   = "records"    // records the journal may hold: mutating operations are ENOSPC
+	CapBlobBytes = "blob_bytes" // bytes of content the blob store may take: ENOSPC, EFBIG for a file growing past it
+)
+
+// CapsOf lists the caps the OpCap records of recs name, in order.
+func CapsOf(recs []Record) []string {
+	var caps []string
+	for _, r := range recs {
+		if r.Op == OpCap {
+			caps = append(caps, r.Name)
+		}
+	}
+	return caps
+}
 
 // Record is one line of the journal.
 //
 // Path and Path2 are relative to the workspace root, slash-separated.
 // For rename, Path is the old and Path2 the new path; for link, Path is
 // the existing and Path2 the new path; for symlink, Path is the new link
-// and Target its content. SHA256 is the content of Path after the
+// and Target its content. A write, fallocate, copy_file_range, truncate
+// or release of a file whose every name was removed while it was open
+// has an empty Path and the last name the file had in Target. SHA256 is the content of Path after the
 // operation where the record carries content (release, the initial and
 // final manifests of mount/unmount). Prev and Hash form the chain: Hash is
 // the SHA-256 of the record's canonical encoding with Hash empty (which
@@ -59,8 +89,8 @@ type Record struct {
 	Offset   int64     `json:"off,omitempty"`
 	Size     int64     `json:"size,omitempty"` // length of a write, new size of a truncate, file size at release
 	Mode     uint32    `json:"mode,omitempty"`
-	Flags    uint32    `json:"flags,omitempty"` // open/rename flags
-	Name     string    `json:"name,omitempty"`  // xattr name
+	Flags    uint32    `json:"flags,omitempty"` // open/rename flags; for release, 1 at unmount, ReleaseAtRecovery
+	Name     string    `json:"name,omitempty"`  // xattr name; for interrupted, why; for cap, which cap
 	Result   string    `json:"result"`          // "ok" or an errno name such as "EACCES"
 	Decision Decision  `json:"decision,omitempty"`
 	SHA256   string    `json:"sha256,omitempty"`

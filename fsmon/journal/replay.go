@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -127,6 +126,10 @@ func replay(recs []Record, blobs *Blobs, upTo uint64) (replayState, Tree, error)
 	return s, nil, nil
 }
 
+// unnamedOp holds the operations that act on an open file, and so may
+// be recorded for a file that has no name left (empty Path).
+var unnamedOp = map[Op]bool{OpWrite: true, OpFallocate: true, OpCopyFileRange: true, OpTruncate: true, OpRelease: true}
+
 // isRoot reports whether p names the workspace root, which the tree does
 // not hold.
 func isRoot(p string) bool { return p == "" || p == "." }
@@ -184,6 +187,12 @@ func (s replayState) below(p string) []string {
 // apply changes the tree as the successful operation r did.
 func (s replayState) apply(r Record) error {
 	perm := fs.FileMode(r.Mode) & fs.ModePerm
+	if r.Path == "" && unnamedOp[r.Op] {
+		// A file whose every name was removed while it was open: the
+		// view refuses to name it again, so nothing it does shows in
+		// the tree.
+		return nil
+	}
 	switch r.Op {
 	case OpCreate:
 		if n := s[r.Path]; n != nil && n.ino != nil {
@@ -281,6 +290,9 @@ func (s replayState) apply(r Record) error {
 		}
 	case OpChown, OpUtimens, OpSetxattr, OpRemovexattr:
 		// Owners, times and extended attributes are not part of a tree.
+	case OpInterrupted, OpCap:
+		// Say why the attempt ended early, or which cap refused an
+		// operation; they change nothing.
 	case OpMount:
 		return errors.New("mount record after record 1")
 	default:
@@ -427,7 +439,7 @@ func writeBlob(blobs *Blobs, sha, fp string, mode fs.FileMode) error {
 		return err
 	}
 	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(f, h), rc)
+	_, err = copySparse(f, rc.(*os.File), h) // holes of the blob stay holes
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -100,7 +99,7 @@ func HashFile(p string) (string, error) {
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := copySparse(nil, f, h); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
@@ -108,7 +107,7 @@ func HashFile(p string) (string, error) {
 
 // hashFileSize returns the hex SHA-256 of the file at p and the number
 // of bytes hashed (which is the size the hash belongs to, even if the
-// file changes meanwhile).
+// file changes meanwhile). Holes are not read.
 func hashFileSize(p string) (string, int64, error) {
 	f, err := os.Open(p)
 	if err != nil {
@@ -116,7 +115,7 @@ func hashFileSize(p string) (string, int64, error) {
 	}
 	defer f.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, f)
+	n, err := copySparse(nil, f, h)
 	if err != nil {
 		return "", 0, err
 	}

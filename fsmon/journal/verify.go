@@ -24,7 +24,8 @@ func (e *VerifyError) Error() string {
 // without a gap, each Prev is the previous record's Hash (GenesisHash for
 // record 1), each Hash is the record's ComputeHash, record 1 is the only
 // mount and the last record the only unmount (so a journal cut short
-// fails), denied operations did not succeed (a release, which records
+// fails), at most one interrupted record and only releases and the
+// unmount after it, denied operations did not succeed (a release, which records
 // content rather than changes it, may carry any decision), and every
 // SHA256 is a digest.
 // With blobs, every blob a record names exists and re-hashes to its name,
@@ -72,8 +73,9 @@ func VerifyFile(path string) error {
 }
 
 type verifier struct {
-	blobs *Blobs
-	ok    map[string]bool // blobs verified already
+	blobs       *Blobs
+	ok          map[string]bool // blobs verified already
+	interrupted bool            // an interrupted record was checked
 }
 
 // check returns why recs[i] is bad, or "".
@@ -99,14 +101,23 @@ func (v *verifier) check(recs []Record, i int) string {
 		return "mount record after record 1"
 	case r.Op == OpUnmount && i != len(recs)-1:
 		return "unmount record is not the last"
+	case r.Op == OpInterrupted && v.interrupted:
+		return "a second interrupted record"
+	case v.interrupted && r.Op != OpRelease && r.Op != OpUnmount:
+		return fmt.Sprintf("a %s record after the interrupted record (only releases and the unmount may follow it)", r.Op)
 	case r.Result == "":
 		return "no result"
 	case r.Decision == Denied && r.Result == "ok" && r.Op != OpRelease:
 		return "denied operation recorded as ok"
+	case r.Op == OpCap && (r.Result == "ok" || r.Name == ""):
+		return "cap record without the cap or its errno"
 	case r.SHA256 != "" && !ValidSHA(r.SHA256):
 		return fmt.Sprintf("sha256 %q is not 64 lowercase hex digits", r.SHA256)
 	case (r.Op == OpMount || r.Op == OpUnmount) && r.SHA256 == "":
 		return fmt.Sprintf("%s record without a manifest hash", r.Op)
+	}
+	if r.Op == OpInterrupted {
+		v.interrupted = true
 	}
 	if v.blobs == nil || r.SHA256 == "" {
 		return ""

@@ -113,19 +113,32 @@ func checkEncodable(r Record) error {
 	return nil
 }
 
+// SyncInterval is how often a Writer writes the records appended since
+// its last batch to the file and syncs it: a crash of the writing
+// process loses at most the records of the last interval, a power loss
+// at most those of the last interval and of the sync in progress.
+const SyncInterval = 100 * time.Millisecond
+
 // Writer appends records to a journal file and keeps the hash chain. It
 // is safe for concurrent use; records get their Seq in the order Append
-// is called.
+// is called. Append only encodes into a buffer: a goroutine of the
+// Writer writes and syncs the buffered records in batches every
+// SyncInterval, off the caller's path (Close writes and syncs the rest).
 type Writer struct {
 	path  string
 	blobs *Blobs
 
-	mu   sync.Mutex
-	f    *os.File
-	bw   *bufio.Writer
-	buf  []byte // line scratch space
-	last Record
-	err  error // sticky: the first write error, or ErrClosed
+	stopOnce sync.Once
+	stop     chan struct{} // closed by Close: the batch goroutine ends
+	stopped  chan struct{} // closed when it has ended
+
+	mu    sync.Mutex
+	f     *os.File
+	bw    *bufio.Writer
+	buf   []byte // line scratch space
+	last  Record
+	dirty bool  // records appended since the last batch
+	err   error // sticky: the first write or sync error, or ErrClosed
 }
 
 // Create creates the journal file at path (it must not exist) and its
@@ -141,13 +154,71 @@ func Create(path string) (*Writer, error) {
 		os.Remove(path)
 		return nil, fmt.Errorf("unable to create blob store: %w", err)
 	}
-	return &Writer{
-		path:  path,
-		blobs: &Blobs{Dir: dir},
-		f:     f,
-		bw:    bufio.NewWriterSize(f, 256<<10),
-		buf:   make([]byte, 0, 1024),
-	}, nil
+	return newWriter(path, f, Record{}, SyncInterval), nil
+}
+
+// newWriter returns a Writer that appends to f after record last (the
+// zero Record for a new journal), syncing every interval (never when
+// interval is 0).
+func newWriter(path string, f *os.File, last Record, interval time.Duration) *Writer {
+	w := &Writer{
+		path:    path,
+		blobs:   &Blobs{Dir: BlobsDir(path)},
+		f:       f,
+		bw:      bufio.NewWriterSize(f, 256<<10),
+		buf:     make([]byte, 0, 1024),
+		last:    last,
+		stop:    make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	if interval <= 0 {
+		close(w.stopped)
+		return w
+	}
+	go w.batches(interval)
+	return w
+}
+
+// batches writes and syncs the records appended since the last batch,
+// every interval, until Close.
+func (w *Writer) batches(interval time.Duration) {
+	defer close(w.stopped)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			w.syncBatch()
+		}
+	}
+}
+
+// syncBatch writes the buffered records to the file under the lock,
+// then syncs the file without it, so that appends do not wait for the
+// disk. A sync error is sticky like a write error: a journal that may
+// not reach the disk refuses further records.
+func (w *Writer) syncBatch() {
+	w.mu.Lock()
+	if w.err != nil || !w.dirty {
+		w.mu.Unlock()
+		return
+	}
+	w.dirty = false
+	err := w.flushLocked()
+	f := w.f
+	w.mu.Unlock()
+	if err != nil {
+		return
+	}
+	if err := f.Sync(); err != nil {
+		w.mu.Lock()
+		if w.err == nil {
+			w.err = fmt.Errorf("unable to sync journal: %w", err)
+		}
+		w.mu.Unlock()
+	}
 }
 
 // BlobsDir returns the blob directory that belongs to the journal file
@@ -193,6 +264,7 @@ func (w *Writer) Append(r Record) (Record, error) {
 		return Record{}, w.err
 	}
 	w.last = r
+	w.dirty = true
 	return r, nil
 }
 
@@ -225,6 +297,8 @@ func (w *Writer) flushLocked() error {
 // Close flushes, syncs and closes the journal file. Appends after Close
 // fail with ErrClosed; a second Close returns ErrClosed.
 func (w *Writer) Close() error {
+	w.stopOnce.Do(func() { close(w.stop) })
+	<-w.stopped // no batch syncs the file while it is closed
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if errors.Is(w.err, ErrClosed) {

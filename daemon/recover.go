@@ -1,0 +1,134 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"benchd.dev/client/apitype"
+	"benchd.dev/daemon/store"
+	"benchd.dev/fsmon/journal"
+	"benchd.dev/tasks"
+)
+
+// sealedAtStart is the cause in the interrupted record of a journal that
+// start-up recovery sealed.
+const sealedAtStart = "benchd stopped while the attempt ran (killed, crashed or lost power); the journal was sealed at the next start"
+
+// recoverJournals is the journal half of start-up recovery. Every
+// attempt work directory (STATE/attempts/ID) with a journal file the
+// store does not hold belongs to an attempt whose benchd died before it
+// stored the journal (kill -9, a crash, power loss, or a shutdown that
+// gave up waiting for it). Its journal is sealed (journal.Recover: cut
+// at the last complete record, an interrupted record, the unmount of the
+// tree the records account for) and stored, and the attempt gets its
+// journal head, changeset and counts from it, and its transcript. It
+// runs after in-flight attempts were marked infra_error and before any
+// attempt runs; an attempt still queued or running is left alone. A
+// journal that cannot be sealed is logged and left on disk. It returns
+// the attempts it updated: their statements must be signed again.
+func recoverJournals(ctx context.Context, st *store.Store, cfg Config, log *slog.Logger) (updated []string) {
+	dirs, err := os.ReadDir(filepath.Join(cfg.StateDir, "attempts"))
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			log.Warn("unable to look for unsealed journals", "err", err)
+		}
+		return nil
+	}
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		id := d.Name()
+		jpath := filepath.Join(cfg.StateDir, "attempts", id, "journal.jsonl")
+		if _, err := os.Stat(jpath); err != nil {
+			continue
+		}
+		if _, err := st.Journal(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			continue // stored already (or the store cannot say: leave it)
+		}
+		a, err := st.GetAttempt(ctx, id)
+		if err != nil || a.State == apitype.StateQueued || a.State == apitype.StateRunning {
+			continue
+		}
+		if err := sealLeftJournal(ctx, st, cfg, a, jpath, log); err != nil {
+			log.Error("unable to seal the journal of an interrupted attempt", "attempt", id, "err", err)
+			continue
+		}
+		updated = append(updated, id)
+	}
+	return updated
+}
+
+// sealLeftJournal seals, stores and attaches the journal jpath of the
+// ended attempt a.
+func sealLeftJournal(ctx context.Context, st *store.Store, cfg Config, a apitype.Attempt, jpath string, log *slog.Logger) error {
+	// The backing directory is benchd's: only the view wrote it, and
+	// Cleanup has ended every process that used the view.
+	backing := filepath.Join(filepath.Dir(jpath), "backing")
+	res, err := journal.Recover(jpath, backing, sealedAtStart, time.Now())
+	if err != nil {
+		return err
+	}
+	head, _, err := st.IngestJournal(ctx, a.ID, jpath)
+	if err != nil {
+		return err
+	}
+	a.JournalHead = head
+	var pol journal.Policy
+	if t, err := tasks.Find(cfg.TasksDir, a.Task); err == nil {
+		pol = t.Policy
+	}
+	if err := attachJournalFacts(&a, jpath, pol); err != nil {
+		log.Warn("unable to read the facts of a sealed journal", "attempt", a.ID, "err", err)
+	}
+	dir := filepath.Dir(jpath)
+	if _, err := st.Transcript(ctx, a.ID); errors.Is(err, store.ErrNotFound) {
+		stdout, stderr := filepath.Join(dir, "stdout"), filepath.Join(dir, "stderr")
+		if err := st.SaveTranscriptFiles(ctx, a.ID, stdout, stderr, capped(stdout), capped(stderr)); err != nil {
+			log.Warn("unable to store the transcript of an interrupted attempt", "attempt", a.ID, "err", err)
+		}
+	}
+	if err := st.UpdateAttempt(ctx, a); err != nil {
+		return err
+	}
+	log.Warn("journal of an interrupted attempt sealed and stored", "attempt", a.ID,
+		"records_kept", res.Kept, "bytes_cut", res.Cut, "cut_because", res.Why, "observed_at_recovery", res.Observed, "sealed_before", res.Sealed)
+	return nil
+}
+
+// attachJournalFacts sets what the sealed journal at jpath says of an
+// attempt that ended without a verdict: its changeset (under the task's
+// policy pol) when the attempt has none, and its edit and denied counts.
+func attachJournalFacts(a *apitype.Attempt, jpath string, pol journal.Policy) error {
+	recs, err := journal.Read(jpath)
+	if err != nil {
+		return err
+	}
+	cs, err := journal.ChangesetOf(recs, &journal.Blobs{Dir: journal.BlobsDir(jpath)}, pol)
+	if err != nil {
+		return fmt.Errorf("changeset: %w", err)
+	}
+	if len(a.Changeset) == 0 {
+		a.Changeset = make([]apitype.Change, 0, len(cs))
+		for _, c := range cs {
+			a.Changeset = append(a.Changeset, apitype.Change{Kind: c.Kind, Path: c.Path, From: c.From, Type: c.Type, SHA256: c.SHA256})
+		}
+	}
+	var edits, denied int64
+	for _, r := range recs {
+		switch {
+		case r.Op == journal.OpMount || r.Op == journal.OpUnmount || r.Op == journal.OpInterrupted:
+		case r.Decision == journal.Denied:
+			denied++
+		default:
+			edits++
+		}
+	}
+	a.Edits, a.Denied = edits, denied
+	return nil
+}

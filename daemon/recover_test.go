@@ -1,0 +1,135 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"benchd.dev/client/apitype"
+	"benchd.dev/daemon/store"
+	"benchd.dev/fsmon/journal"
+)
+
+// TestRecoverJournals: a journal file left by a benchd that died
+// (records flushed, no unmount, a torn last line) is sealed and stored
+// at start-up, and the attempt gets its head, changeset and counts; an
+// attempt still queued is left alone.
+func TestRecoverJournals(t *testing.T) {
+	ctx := context.Background()
+	state := t.TempDir()
+	st, err := store.Open(ctx, store.Config{Dir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := Config{StateDir: state, TasksDir: filepath.Join("..", "tasks")}
+	log := slog.New(slog.DiscardHandler)
+
+	for _, id := range []string{"a-crashed", "a-queued"} {
+		if err := st.CreateAttempt(ctx, apitype.Attempt{ID: id, Task: "rt-01", Reasons: []apitype.Reason{}, Changeset: []apitype.Change{}}); err != nil {
+			t.Fatal(err)
+		}
+		leaveJournal(t, filepath.Join(state, "attempts", id))
+	}
+	a, err := st.GetAttempt(ctx, "a-crashed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.State, a.InfraError = apitype.StateInfraError, "benchd stopped while the attempt ran"
+	if err := st.UpdateAttempt(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+
+	recoverJournals(ctx, st, cfg, log)
+
+	ji, err := st.Journal(ctx, "a-crashed")
+	if err != nil {
+		t.Fatalf("journal of the crashed attempt after recovery: %v", err)
+	}
+	got, err := st.GetAttempt(ctx, "a-crashed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.JournalHead != ji.Head || got.State != apitype.StateInfraError {
+		t.Errorf("recovered attempt: got head %q state %s, want the stored head %s, infra_error", got.JournalHead, got.State, ji.Head)
+	}
+	if len(got.Changeset) != 1 || got.Changeset[0].Path != "src/counter.py" || got.Changeset[0].Kind != journal.Modified || got.Edits != 3 {
+		t.Errorf("recovered attempt: got changeset %+v, %d edits; want src/counter.py modified, 3 edits", got.Changeset, got.Edits)
+	}
+	// The stored journal verifies with the store's blobs.
+	f, err := os.CreateTemp(t.TempDir(), "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.JournalLines(ctx, "a-crashed", f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	recs, err := journal.Read(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := journal.Verify(recs, st.Blobs()); err != nil {
+		t.Errorf("the stored journal does not verify: %v", err)
+	}
+	if err := journal.VerifyReplay(recs, st.Blobs()); err != nil {
+		t.Errorf("the stored journal does not replay: %v", err)
+	}
+	if _, err := st.Journal(ctx, "a-queued"); err == nil {
+		t.Error("the journal of a queued attempt was stored by recovery")
+	}
+}
+
+// leaveJournal makes dir/backing (src/counter.py) and dir/journal.jsonl
+// as a benchd killed mid-attempt leaves them: a mount, an open, a write
+// and a release of src/counter.py, then half a line.
+func leaveJournal(t *testing.T, dir string) {
+	t.Helper()
+	backing := filepath.Join(dir, "backing")
+	if err := os.MkdirAll(filepath.Join(backing, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(backing, "src", "counter.py")
+	if err := os.WriteFile(p, []byte("x = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jpath := filepath.Join(dir, "journal.jsonl")
+	w, err := journal.Create(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	initial, err := journal.SnapshotTree(backing, w.Blobs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	app := func(r journal.Record) {
+		r.Wall, r.Result = now, "ok"
+		if _, err := w.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app(journal.Record{Op: journal.OpMount, SHA256: initial.ManifestHash()})
+	app(journal.Record{Op: journal.OpOpen, Path: "src/counter.py", Flags: 1, Decision: journal.Allowed})
+	app(journal.Record{Op: journal.OpWrite, Path: "src/counter.py", Size: 6, Decision: journal.Allowed})
+	if err := os.WriteFile(p, []byte("x = 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sha, size, err := w.Blobs().PutFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app(journal.Record{Op: journal.OpRelease, Path: "src/counter.py", SHA256: sha, Size: size, Decision: journal.Allowed})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(jpath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"seq":5,"t_ns":12,"wall":"2026-12-`)
+	f.Close()
+}

@@ -1,0 +1,139 @@
+package fsmon
+
+import (
+	"context"
+	"slices"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"benchd.dev/fsmon/journal"
+)
+
+// cost is what an operation adds under the caps.
+type cost struct {
+	entries int64 // new entries of the tree
+	writing bool  // its content is stored at release (create, open for writing)
+}
+
+// blobAdded counts a blob the view placed in the store (Blobs.Added).
+func (v *View) blobAdded(_ string, size int64) {
+	v.mu.Lock()
+	v.blobBytes += size
+	v.mu.Unlock()
+}
+
+// recordsFull reports whether the journal holds MaxRecords records.
+func (v *View) recordsFull() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.records >= v.cfg.MaxRecords
+}
+
+// reserve checks c against the blob and files caps and, when it fits,
+// counts its entries as held; the cap that refuses it is returned with
+// its errno otherwise. An operation that reserved entries and failed
+// gives them back with addFiles.
+func (v *View) reserve(c cost) (string, syscall.Errno) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if c.writing && v.blobBytes >= v.maxBlobBytes {
+		return journal.CapBlobBytes, syscall.ENOSPC
+	}
+	if c.entries > 0 && v.files+c.entries > v.cfg.MaxFiles {
+		return journal.CapFiles, syscall.EDQUOT
+	}
+	v.files += c.entries
+	return "", 0
+}
+
+// addFiles changes the count of entries the tree holds by n.
+func (v *View) addFiles(n int64) {
+	if n == 0 {
+		return
+	}
+	v.mu.Lock()
+	v.files += n
+	v.mu.Unlock()
+}
+
+// room is what is left of the blob budget.
+func (v *View) room() int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.maxBlobBytes - v.blobBytes
+}
+
+// tooBig reports whether a file growing to end bytes passes the blob
+// budget: end is more than what is left of it and more than the file's
+// size now (size is called only then; a file never shrinks into
+// EFBIG).
+func (v *View) tooBig(end int64, size func() (int64, bool)) bool {
+	if end <= v.room() {
+		return false
+	}
+	cur, ok := size()
+	return !ok || end > cur
+}
+
+// sizeOfPath is the size of the backing file of a relative path.
+func (v *View) sizeOfPath(rel string) func() (int64, bool) {
+	return func() (int64, bool) {
+		var st unix.Stat_t
+		if err := unix.Lstat(v.backingPath(rel), &st); err != nil {
+			return 0, false
+		}
+		return st.Size, true
+	}
+}
+
+// sizeOfFd is the size of the backing file open at fd.
+func sizeOfFd(fd int) func() (int64, bool) {
+	return func() (int64, bool) {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return 0, false
+		}
+		return st.Size, true
+	}
+}
+
+// hitCap refuses an operation (r, not journaled itself) at a cap with
+// errno. The first refusal by each cap is journaled as a cap record
+// naming the cap and the refused operation's paths; later ones are not,
+// so that a program retrying at a cap cannot grow the journal.
+func (v *View) hitCap(ctx context.Context, r journal.Record, cap string, errno syscall.Errno) syscall.Errno {
+	v.mu.Lock()
+	first := !slices.Contains(v.capsHit, cap)
+	if first {
+		v.capsHit = append(v.capsHit, cap)
+	}
+	v.mu.Unlock()
+	if first {
+		rec := journal.Record{Op: journal.OpCap, Path: r.Path, Path2: r.Path2, Name: cap, Result: result(errno)}
+		v.who(ctx, &rec)
+		v.append(rec)
+		v.log.Warn("workspace cap hit; operations past it are refused", "cap", cap, "path", r.Path, "errno", rec.Result)
+	}
+	return errno
+}
+
+// admit decides a mutating operation on the given paths, in this order:
+// at the records cap it is refused with ENOSPC; then the edit policy
+// decides (a refusal is EACCES, journaled as denied; after a journal
+// error every change is EIO); then the blob and files caps are checked
+// for c (ENOSPC, EDQUOT) and its entries reserved. A refusal is
+// journaled here (refuse, hitCap): the caller returns errno as it is.
+func (n *node) admit(ctx context.Context, rec journal.Record, c cost, paths ...string) (journal.Decision, syscall.Errno) {
+	if n.v.recordsFull() {
+		return journal.Denied, n.v.hitCap(ctx, rec, journal.CapRecords, syscall.ENOSPC)
+	}
+	d, errno := n.check(paths...)
+	if errno != 0 {
+		return journal.Denied, n.refuse(ctx, rec, errno)
+	}
+	if cap, errno := n.v.reserve(c); errno != 0 {
+		return journal.Denied, n.v.hitCap(ctx, rec, cap, errno)
+	}
+	return d, 0
+}

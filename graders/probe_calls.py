@@ -1,0 +1,144 @@
+"""The calls probe: runs seeded checks on a module and prints what it did.
+
+Run by the grader (graders/checks.go) as
+
+    python3 -I probe_calls.py CASES.json WORKSPACE
+
+in a confined process of its own, once with the bundle's solution and
+once with the agent's workspace. It never decides anything: it prints one
+JSON line of outcomes, and the judge (Go, outside this process) compares
+the two runs. pytest is never imported here.
+
+CASES.json is {"module": "src.counter", "cases": [[step, ...], ...]}.
+Each case starts with no object; its steps are
+
+    ["fn", "function", [args...]]        call a function of the module
+    ["new", "Class", [args...]]          make the case's object
+    ["call", "method", [args...]]        call a method of the object
+    ["get", "attr"]                      read an attribute
+    ["set", "attr", value]               assign an attribute
+    ["repeat", n, "method", [args...]]   call a method n times
+
+Arguments and values are JSON, with bytes as {"$bytes": hex} and dicts
+as {"$dict": [[key, value], ...]} (keys of any type, order kept); see
+encode. Each step's outcome is {"value": v} ({"last": v, "digest": hex} for
+repeat, the digest being sha256 over the JSON list of every value), or
+{"raised": "ValueError"} (the class as builtin_name coarsens it). A case
+stops at its first exception.
+"""
+
+import hashlib
+import importlib
+import json
+import os
+import sys
+
+
+def encode(v):
+    """A value as JSON the judge can compare exactly: bytes as
+    {"$bytes": hex}, a dict as {"$dict": [[key, value], ...]} in its
+    order, tuples as lists; any other object by its type's name only."""
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, int):
+        return v if abs(v) < 2**53 else {"$int": str(v)}
+    if isinstance(v, float):
+        return {"$float": repr(v)}
+    if isinstance(v, (bytes, bytearray)):
+        return {"$bytes": bytes(v).hex()}
+    if isinstance(v, dict):
+        return {"$dict": [[encode(k), encode(x)] for k, x in v.items()]}
+    if isinstance(v, (list, tuple)):
+        return [encode(x) for x in v]
+    return {"repr": type(v).__name__}
+
+
+def decode(v):
+    """The inverse of encode, for the arguments the cases give."""
+    if isinstance(v, list):
+        return [decode(x) for x in v]
+    if isinstance(v, dict):
+        if "$bytes" in v:
+            return bytes.fromhex(v["$bytes"])
+        if "$dict" in v:
+            return {decode(k): decode(x) for k, x in v["$dict"]}
+        raise ValueError("unknown argument form")
+    return v
+
+
+# The classes an outcome names: what a specification can ask a caller to
+# catch. A subclass counts as the first of these it derives from, so a
+# UnicodeDecodeError is a ValueError and a codec's own ValueError subclass
+# is too, however the code under test names it.
+COARSE = ("TypeError", "ValueError", "AttributeError", "KeyError", "IndexError",
+          "ArithmeticError", "ImportError", "OSError", "RuntimeError")
+
+
+def builtin_name(cls):
+    names = {c.__name__ for c in cls.__mro__ if c.__module__ == "builtins"}
+    for name in COARSE:
+        if name in names:
+            return name
+    return "Exception"
+
+
+def step(obj, s):
+    op = s[0]
+    if op == "fn":
+        return obj, {"value": encode(getattr(MODULE, s[1])(*decode(s[2])))}
+    if op == "new":
+        cls = getattr(MODULE, s[1])
+        return cls(*decode(s[2])), {"value": None}
+    if obj is None:
+        raise RuntimeError("no object")
+    if op == "call":
+        return obj, {"value": encode(getattr(obj, s[1])(*decode(s[2])))}
+    if op == "get":
+        return obj, {"value": encode(getattr(obj, s[1]))}
+    if op == "set":
+        setattr(obj, s[1], decode(s[2]))
+        return obj, {"value": None}
+    if op == "repeat":
+        fn, args = getattr(obj, s[2]), decode(s[3])
+        values = [fn(*args) for _ in range(s[1])]
+        text = json.dumps([encode(v) for v in values])
+        last = encode(values[-1]) if values else None
+        return obj, {"last": last, "digest": hashlib.sha256(text.encode()).hexdigest()}
+    raise ValueError("unknown step " + repr(op))
+
+
+def main():
+    global MODULE
+    with open(sys.argv[1]) as f:
+        spec = json.load(f)
+    ws = os.path.abspath(sys.argv[2])
+    # What the code under test prints must not mix with the outcomes:
+    # they go to a descriptor of their own, and stdout becomes stderr.
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    os.chdir(ws)
+    sys.path.insert(0, ws)
+    try:
+        MODULE = importlib.import_module(spec["module"])
+    except BaseException as e:  # the module is under test: anything may fail
+        out.write(json.dumps({"import_error": type(e).__name__}) + "\n")
+        out.flush()
+        return
+    results = []
+    for case in spec["cases"]:
+        obj, got = None, []
+        for s in case:
+            try:
+                obj, r = step(obj, s)
+            except Exception as e:
+                got.append({"raised": builtin_name(type(e))})
+                break
+            got.append(r)
+        results.append(got)
+    out.write(json.dumps({"results": results}) + "\n")
+    out.flush()
+
+
+MODULE = None
+main()

@@ -1,0 +1,113 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// run interprets the filter's instructions (the few it uses) on one
+// struct seccomp_data, as the kernel would, and returns the verdict.
+func run(prog []unix.SockFilter, arch, nr uint32, arg0 uint64) (uint32, error) {
+	data := make([]byte, 64)
+	binary.LittleEndian.PutUint32(data[0:], nr)
+	binary.LittleEndian.PutUint32(data[4:], arch)
+	binary.LittleEndian.PutUint64(data[16:], arg0)
+	var acc uint32
+	for pc := 0; pc < len(prog); pc++ {
+		in := prog[pc]
+		switch in.Code {
+		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS:
+			acc = binary.LittleEndian.Uint32(data[in.K:])
+		case unix.BPF_RET | unix.BPF_K:
+			return in.K, nil
+		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
+			var ok bool
+			switch in.Code &^ (unix.BPF_JMP | unix.BPF_K) {
+			case unix.BPF_JEQ:
+				ok = acc == in.K
+			case unix.BPF_JGE:
+				ok = acc >= in.K
+			case unix.BPF_JSET:
+				ok = acc&in.K != 0
+			}
+			if ok {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
+		default:
+			return 0, fmt.Errorf("instruction %d: unexpected code %#x", pc, in.Code)
+		}
+	}
+	return 0, fmt.Errorf("the program ran off its end")
+}
+
+// TestFilterProgram checks the filter's verdict on every call it lists
+// and on calls it must let through, without installing it.
+func TestFilterProgram(t *testing.T) {
+	prog, err := filterProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const x86 = unix.AUDIT_ARCH_X86_64
+	eperm := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	enosys := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS))
+	allow := uint32(unix.SECCOMP_RET_ALLOW)
+	type call struct {
+		name     string
+		arch, nr uint32
+		arg0     uint64
+		want     uint32
+	}
+	calls := []call{
+		{"read", x86, unix.SYS_READ, 0, allow},
+		{"execve", x86, unix.SYS_EXECVE, 0, allow},
+		{"ptrace", x86, unix.SYS_PTRACE, 0, allow},
+		{"seccomp", x86, unix.SYS_SECCOMP, 0, allow},
+		{"fork-like clone", x86, unix.SYS_CLONE, uint64(unix.SIGCHLD), allow},
+		{"thread clone", x86, unix.SYS_CLONE, unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD | unix.CLONE_SYSVSEM | unix.CLONE_SETTLS | unix.CLONE_PARENT_SETTID | unix.CLONE_CHILD_CLEARTID, allow},
+		{"clone NEWUSER", x86, unix.SYS_CLONE, unix.CLONE_NEWUSER | uint64(unix.SIGCHLD), eperm},
+		{"clone NEWNET", x86, unix.SYS_CLONE, unix.CLONE_NEWNET, eperm},
+		{"clone NEWNS", x86, unix.SYS_CLONE, unix.CLONE_NEWNS, eperm},
+		{"clone with high bits and NEWUSER", x86, unix.SYS_CLONE, 1<<40 | unix.CLONE_NEWUSER, eperm},
+		{"unshare FS", x86, unix.SYS_UNSHARE, unix.CLONE_FS, allow},
+		{"unshare NEWUSER", x86, unix.SYS_UNSHARE, unix.CLONE_NEWUSER, eperm},
+		{"unshare NEWTIME", x86, unix.SYS_UNSHARE, unix.CLONE_NEWTIME, eperm},
+		{"unshare NEWCGROUP", x86, unix.SYS_UNSHARE, unix.CLONE_NEWCGROUP, eperm},
+		{"clone3", x86, unix.SYS_CLONE3, 0, enosys},
+		{"personality default", x86, unix.SYS_PERSONALITY, 0, allow},
+		{"personality query", x86, unix.SYS_PERSONALITY, 0xffffffff, allow},
+		{"personality LINUX32", x86, unix.SYS_PERSONALITY, 0x8, allow},
+		{"personality ADDR_NO_RANDOMIZE", x86, unix.SYS_PERSONALITY, 0x0040000, eperm},
+		{"personality READ_IMPLIES_EXEC", x86, unix.SYS_PERSONALITY, 0x0400000, eperm},
+		{"x32 read", x86, x32Bit | unix.SYS_READ, 0, eperm},
+		{"x32 mount", x86, x32Bit | unix.SYS_MOUNT, 0, eperm},
+		{"i386 ABI", unix.AUDIT_ARCH_I386, 3, 0, eperm},
+		{"aarch64 ABI", unix.AUDIT_ARCH_AARCH64, unix.SYS_READ, 0, eperm},
+	}
+	// Named here too, so that dropping one from refusedCalls fails.
+	for name, nr := range map[string]uint32{"mount": unix.SYS_MOUNT, "umount2": unix.SYS_UMOUNT2, "keyctl": unix.SYS_KEYCTL,
+		"bpf": unix.SYS_BPF, "io_uring_setup": unix.SYS_IO_URING_SETUP, "userfaultfd": unix.SYS_USERFAULTFD, "setns": unix.SYS_SETNS,
+		"perf_event_open": unix.SYS_PERF_EVENT_OPEN, "open_by_handle_at": unix.SYS_OPEN_BY_HANDLE_AT, "kexec_load": unix.SYS_KEXEC_LOAD,
+		"init_module": unix.SYS_INIT_MODULE, "pivot_root": unix.SYS_PIVOT_ROOT, "fsopen": unix.SYS_FSOPEN, "add_key": unix.SYS_ADD_KEY} {
+		calls = append(calls, call{"named " + name, x86, nr, 0, eperm})
+	}
+	for _, c := range refusedCalls {
+		calls = append(calls, call{c.name, x86, c.nr, 0, eperm})
+	}
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := run(prog, c.arch, c.nr, c.arg0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("got verdict %#x, want %#x", got, c.want)
+			}
+		})
+	}
+	t.Logf("%d instructions, %d calls refused outright", len(prog), len(refusedCalls))
+}
