@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -108,13 +109,22 @@ func Start(ctx context.Context, spec Spec) (_ *Job, retErr error) {
 		return g.Close(ctx)
 	})
 
+	// An open namespace reaches the internet, never the machines on
+	// the host's own links, whatever their addresses.
+	var near []netip.Prefix
+	if spec.Network == netns.Open {
+		if near, err = netns.HostSubnets(); err != nil {
+			return nil, err
+		}
+	}
 	n, err := netns.New(ctx, netns.Config{
-		Mode:     spec.Network,
-		Gateways: spec.Gateways,
-		Name:     spec.Name,
-		RunDir:   spec.NetnsRunDir,
-		Hostname: spec.Hostname,
-		Logger:   spec.Logger,
+		Mode:          spec.Network,
+		Gateways:      spec.Gateways,
+		Name:          spec.Name,
+		RunDir:        spec.NetnsRunDir,
+		Hostname:      spec.Hostname,
+		Neighbourhood: near,
+		Logger:        spec.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("unable to make the network namespace: %w", err)

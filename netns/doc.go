@@ -14,12 +14,20 @@
 // is bdn<slot> and whose inner end is eth0, addressed from a /30 of
 // Config.Pool (10.213.0.0/16 by default) that no other namespace of this
 // process, host address or host route uses; a default route via the host
-// end; and an nft table benchd_bdn<slot> that masquerades the /30, drops
-// new connections from it to the host itself and forwarding to other
-// open namespaces. IPv4 forwarding is turned on for the first open
+// end; and an nft table benchd_bdn<slot> that masquerades the /30 and
+// rejects (ICMP "administratively prohibited": connect fails at once with
+// EHOSTUNREACH) new connections from it to the host itself, to other open
+// namespaces and to the host's neighbourhood: the Neighbourhood list
+// (RFC 1918, CGNAT, link-local with the cloud metadata address
+// 169.254.169.254, multicast, "this network", reserved and broadcast),
+// the pool, and Config.Neighbourhood, where benchd names the host's own
+// connected subnets (HostSubnets) so that the machines on the host's
+// links are out of reach whatever their addresses. Each such connection
+// is still recorded, with Attempt.Refused set. IPv4 forwarding is turned on for the first open
 // namespace and net.ipv4.ip_forward and every interface's forwarding
 // setting are restored after the last one (a process-wide count). IPv6 is
-// disabled on the veth, so IPv6 connections fail at once (ENETUNREACH).
+// disabled on the veth, so IPv6 connections fail at once (ENETUNREACH):
+// ULA, link-local and multicast IPv6 with the rest.
 // Open mode needs the nft command (Debian package nftables).
 //
 // # Records

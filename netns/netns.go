@@ -160,6 +160,11 @@ type Attempt struct {
 	Proto string     `json:"proto"` // "tcp" or "udp"
 	Dst   netip.Addr `json:"dst"`
 	Port  uint16     `json:"port"`
+	// Refused: open mode rejected it at the host end of the veth, the
+	// destination being in the host's neighbourhood (Neighbourhood,
+	// Config.Neighbourhood) or the host itself. Closed mode refuses
+	// every connection inside the namespace and leaves this false.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // The answers a Query can have.

@@ -1,6 +1,7 @@
 package netns
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -514,16 +515,25 @@ func TestGateway(t *testing.T) {
 	}
 }
 
-// serverHost is a test host: a namespace with an echo server at
-// 198.18.0.2:8080, reached from the host through a veth bdt<pid>.
+// serverHost is the test's stand-in for a server on the internet:
+// 198.18.0.2:8080 (a benchmarking range, never refused), an echo server
+// that first says whom it sees as its peer.
 func serverHost(t *testing.T) netip.AddrPort {
+	return testHost(t, "", netip.MustParseAddr("198.18.0.1"), netip.MustParseAddrPort("198.18.0.2:8080"))
+}
+
+// testHost makes a host only this test reaches: a network namespace of
+// its own whose eth0 has peer's address in a /30 whose other address,
+// hostEnd, is the host end of a veth bdt<pid><tag> in the host's
+// namespace; on peer it serves serverHost's greeting echo.
+func testHost(t *testing.T, tag string, hostEnd netip.Addr, peer netip.AddrPort) netip.AddrPort {
 	t.Helper()
 	fd, err := newNetns()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(fd) })
-	name := fmt.Sprintf("bdt%d", os.Getpid()%100000)
+	name := fmt.Sprintf("bdt%d%s", os.Getpid()%100000, tag)
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}, PeerName: "eth0", PeerNamespace: netlink.NsFd(fd)}
 	if err := netlink.LinkAdd(veth); err != nil {
 		t.Fatal(err)
@@ -538,7 +548,7 @@ func serverHost(t *testing.T) netip.AddrPort {
 		t.Fatal(err)
 	}
 	os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("1"), 0)
-	if err := netlink.AddrAdd(host, &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(198, 18, 0, 1), Mask: net.CIDRMask(30, 32)}}); err != nil {
+	if err := netlink.AddrAdd(host, &netlink.Addr{IPNet: &net.IPNet{IP: hostEnd.AsSlice(), Mask: net.CIDRMask(30, 32)}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := netlink.LinkSetUp(host); err != nil {
@@ -551,20 +561,20 @@ func serverHost(t *testing.T) netip.AddrPort {
 		if err != nil {
 			return err
 		}
-		if err := netlink.AddrAdd(eth0, &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(198, 18, 0, 2), Mask: net.CIDRMask(30, 32)}}); err != nil {
+		if err := netlink.AddrAdd(eth0, &netlink.Addr{IPNet: &net.IPNet{IP: peer.Addr().AsSlice(), Mask: net.CIDRMask(30, 32)}}); err != nil {
 			return err
 		}
 		if err := netlink.LinkSetUp(eth0); err != nil {
 			return err
 		}
-		ln, err = net.Listen("tcp4", "198.18.0.2:8080")
+		ln, err = net.Listen("tcp4", peer.String())
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	echoServer(t, ln, true)
-	return netip.MustParseAddrPort("198.18.0.2:8080")
+	return peer
 }
 
 // fakeResolver answers every A question on 127.0.0.1 (UDP) with
@@ -597,14 +607,20 @@ func fakeResolver(t *testing.T) netip.AddrPort {
 	return netip.MustParseAddrPort(pc.LocalAddr().String())
 }
 
-func TestOpen(t *testing.T) {
-	runDir := requireNetns(t)
+// requireNft skips (fails in CI) without the nft command open mode needs.
+func requireNft(t testing.TB) {
+	t.Helper()
 	if _, err := exec.LookPath("nft"); err != nil {
 		if testenv.InCI() {
 			t.Fatalf("open mode needs nft: %v", err)
 		}
 		t.Skipf("skipping: open mode needs nft: %v", err)
 	}
+}
+
+func TestOpen(t *testing.T) {
+	runDir := requireNetns(t)
+	requireNft(t)
 	testenv.Require(t, testenv.Python)
 	fwdBefore, _ := os.ReadFile(ipForward)
 	server := serverHost(t)
@@ -660,14 +676,14 @@ func TestOpen(t *testing.T) {
 	}
 
 	// IPv6 fails at once; the host itself and the other namespace are
-	// out of reach.
+	// refused at once.
 	hostEnd := fmt.Sprintf("tcp:%s:22", nss[0].link.hostAddr)
 	other := fmt.Sprintf("tcp:%s:22", nss[1].link.nsAddr)
-	got := runProbe(t, nss[0].Path(), 500*time.Millisecond, "tcp:[2001:db8::1]:443", hostEnd, other)
+	got := runProbe(t, nss[0].Path(), 5*time.Second, "tcp:[2001:db8::1]:443", hostEnd, other)
 	probes := []struct{ target, want string }{
 		{"tcp:[2001:db8::1]:443", "ENETUNREACH"},
-		{hostEnd, "timeout"},
-		{other, "timeout"},
+		{hostEnd, "EHOSTUNREACH"},
+		{other, "EHOSTUNREACH"},
 	}
 	for _, p := range probes {
 		if got[p.target].res != p.want {
@@ -704,6 +720,97 @@ func TestOpen(t *testing.T) {
 	}
 	if fwd, _ := os.ReadFile(ipForward); !bytes.Equal(fwd, fwdBefore) {
 		t.Errorf("ip_forward = %s after the last Close, want %s", fwd, fwdBefore)
+	}
+}
+
+// TestOpenRefusesNeighbourhood puts test hosts at a link-local, a
+// private (RFC 1918) and a CGNAT address, and one on a subnet named by
+// Config.Neighbourhood (as benchd names the host's own subnets), each
+// reachable from the host's namespace; from an open namespace every one
+// is refused at once and recorded as refused, while the internet's
+// stand-in is reached and recorded as not.
+func TestOpenRefusesNeighbourhood(t *testing.T) {
+	runDir := requireNetns(t)
+	requireNft(t)
+	testenv.Require(t, testenv.Python)
+	internet := serverHost(t)
+	near := []struct {
+		name       string
+		tag        string
+		host, peer string
+	}{
+		{"link-local", "a", "169.254.213.1", "169.254.213.2:80"},
+		{"private", "b", "172.31.213.1", "172.31.213.2:80"},
+		{"cgnat", "c", "100.64.213.1", "100.64.213.2:80"},
+		{"host subnet", "d", "198.19.213.1", "198.19.213.2:80"},
+	}
+	targets := []string{"tcp:" + internet.String()}
+	for _, h := range near {
+		peer := testHost(t, h.tag, netip.MustParseAddr(h.host), netip.MustParseAddrPort(h.peer))
+		// The control: the host itself reaches each one.
+		c, err := net.DialTimeout("tcp", peer.String(), 10*time.Second)
+		if err != nil {
+			t.Fatalf("%s test host %s not reachable from the host: %v", h.name, peer, err)
+		}
+		greeting, err := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if err != nil || !strings.HasPrefix(greeting, "peer ") {
+			t.Fatalf("%s test host %s: greeting %q, %v", h.name, peer, greeting, err)
+		}
+		targets = append(targets, "tcp:"+peer.String())
+	}
+	// A datagram to a multicast group: it goes no further than the host
+	// end of the test's own veth, and is recorded as refused.
+	// (It meets no listener and no error comes back: its own short
+	// probe, whose result is not checked.)
+	group := "udp:239.255.213.1:9"
+
+	n := newNamespace(t, Config{Mode: Open, Name: "near", RunDir: runDir,
+		Neighbourhood: []netip.Prefix{netip.MustParsePrefix("198.19.213.0/30")}})
+	got := runProbe(t, n.Path(), 5*time.Second, targets...)
+	runProbe(t, n.Path(), 200*time.Millisecond, group)
+	targets = append(targets, group)
+	if r := got[targets[0]]; r.res != "ok" {
+		t.Errorf("the internet's stand-in %s: %s, want ok", internet, r.res)
+	}
+	for i, h := range near {
+		if r := got[targets[i+1]]; r.res != "EHOSTUNREACH" {
+			t.Errorf("%s host %s: %s after %d ms, want EHOSTUNREACH at once", h.name, h.peer, r.res, r.ms)
+		}
+	}
+	rep := n.Report()
+	for _, target := range targets {
+		proto, rest, _ := strings.Cut(target, ":")
+		ap := netip.MustParseAddrPort(rest)
+		i := slices.IndexFunc(rep.Attempts, func(a Attempt) bool {
+			return a.Proto == proto && a.Dst == ap.Addr() && a.Port == ap.Port()
+		})
+		if i < 0 {
+			t.Errorf("no attempt recorded for %s: %+v", target, rep.Attempts)
+			continue
+		}
+		if want := target != targets[0]; rep.Attempts[i].Refused != want {
+			t.Errorf("%s recorded with refused %v, want %v", target, rep.Attempts[i].Refused, want)
+		}
+	}
+}
+
+// TestHostSubnets checks that the host's subnets include a test link's
+// and leave loopback out.
+func TestHostSubnets(t *testing.T) {
+	requireNetns(t)
+	testHost(t, "e", netip.MustParseAddr("198.19.214.1"), netip.MustParseAddrPort("198.19.214.2:80"))
+	got, err := HostSubnets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(got, netip.MustParsePrefix("198.19.214.0/30")) {
+		t.Errorf("HostSubnets() = %v, want 198.19.214.0/30 among them", got)
+	}
+	for _, p := range got {
+		if p.Addr().IsLoopback() {
+			t.Errorf("HostSubnets() has loopback %v", p)
+		}
 	}
 }
 
@@ -753,9 +860,7 @@ func TestNameConflict(t *testing.T) {
 
 func TestCleanupAfterCrash(t *testing.T) {
 	runDir := requireNetns(t)
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skipf("skipping: needs nft: %v", err)
-	}
+	requireNft(t)
 	live := newNamespace(t, Config{Name: "alive", RunDir: runDir})
 	crashed := newNamespace(t, Config{Mode: Open, Name: "crashed", RunDir: runDir})
 	// Make the second look like the namespace of a process that died.
@@ -844,9 +949,7 @@ func benchmarkNewClose(b *testing.B, mode Mode) {
 func BenchmarkNewCloseClosed(b *testing.B) { benchmarkNewClose(b, Closed) }
 
 func BenchmarkNewCloseOpen(b *testing.B) {
-	if _, err := exec.LookPath("nft"); err != nil {
-		b.Skip("needs nft")
-	}
+	requireNft(b)
 	benchmarkNewClose(b, Open)
 }
 

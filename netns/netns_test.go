@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -347,5 +348,45 @@ func TestReportNetworkUsed(t *testing.T) {
 				t.Fatalf("NetworkUsed() = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestNeighbourhoodRefuses(t *testing.T) {
+	n := newNeighbourhood([]netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}, DefaultPool, netip.MustParseAddr("198.51.100.1"))
+	for addr, want := range map[string]bool{
+		"169.254.169.254": true, // cloud metadata
+		"10.1.2.3":        true,
+		"172.16.0.1":      true,
+		"172.31.255.255":  true,
+		"172.32.0.1":      false,
+		"192.168.1.1":     true,
+		"100.64.0.1":      true,
+		"100.128.0.1":     false,
+		"224.0.0.251":     true,
+		"255.255.255.255": true,
+		"0.0.0.0":         true,
+		"192.0.2.9":       true, // Config.Neighbourhood
+		"198.51.100.1":    true, // the host end
+		"198.51.100.2":    false,
+		"198.18.0.2":      false,
+		"8.8.8.8":         false,
+		"::ffff:10.0.0.1": true,
+		"fd00::1":         false, // IPv6 never leaves: not a refusal of the host end
+		"2001:4860::8888": false,
+	} {
+		if got := n.refuses(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("refuses(%s) = %v, want %v", addr, got, want)
+		}
+	}
+	set := n.nftSet()
+	if !strings.HasPrefix(set, "{ 0.0.0.0/8, 10.0.0.0/8,") || !strings.HasSuffix(set, "198.51.100.1/32, 192.0.2.0/24 }") {
+		t.Errorf("nftSet() = %s", set)
+	}
+	if _, err := checkNeighbourhood([]netip.Prefix{netip.MustParsePrefix("fd00::/8")}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("an IPv6 neighbourhood prefix: %v, want ErrInvalid", err)
+	}
+	got, err := checkNeighbourhood([]netip.Prefix{netip.MustParsePrefix("192.0.2.77/24")})
+	if err != nil || len(got) != 1 || got[0] != netip.MustParsePrefix("192.0.2.0/24") {
+		t.Errorf("checkNeighbourhood masks: %v, %v", got, err)
 	}
 }

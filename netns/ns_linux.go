@@ -47,6 +47,11 @@ type Config struct {
 	// to 127.0.0.1 and the DNS stub answers it with loopback, so that a
 	// process looking up its own name does not count as network use.
 	Hostname string
+	// Neighbourhood are IPv4 prefixes an open namespace refuses beyond
+	// the fixed Neighbourhood list: benchd passes the host's connected
+	// subnets (HostSubnets), so that the machines on the host's own
+	// links are out of reach whatever their addresses.
+	Neighbourhood []netip.Prefix
 	// Logger gets warnings; nil discards them.
 	Logger *slog.Logger
 }
@@ -110,6 +115,10 @@ func (cfg *Config) validate() error {
 		return fmt.Errorf("pool %s: want an IPv4 /16 to /30: %w", cfg.Pool, ErrInvalid)
 	}
 	cfg.Pool = cfg.Pool.Masked()
+	var err error
+	if cfg.Neighbourhood, err = checkNeighbourhood(cfg.Neighbourhood); err != nil {
+		return err
+	}
 	if cfg.Hostname != "" {
 		cfg.Hostname = strings.TrimSuffix(strings.ToLower(cfg.Hostname), ".")
 		if (Gateway{Host: cfg.Hostname}).validHost() != nil || (Gateway{Host: cfg.Hostname}).isIP() {
@@ -184,6 +193,8 @@ func New(ctx context.Context, cfg Config) (_ *Namespace, err error) {
 		if err != nil {
 			return nil, err
 		}
+		n.link.refused = newNeighbourhood(cfg.Neighbourhood, cfg.Pool, n.link.hostAddr)
+		n.rec.refused = n.link.refused
 		n.undo.push("release address", func() error { n.link.release(); return nil })
 		saved, err := forwardingRef()
 		if err != nil {

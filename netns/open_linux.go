@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -34,6 +35,7 @@ type openLink struct {
 	subnet   netip.Prefix
 	hostAddr netip.Addr
 	nsAddr   netip.Addr
+	refused  neighbourhood
 	index    int  // host end
 	nft      bool // the table exists
 
@@ -172,14 +174,15 @@ table ip %[1]s {
 	chain input {
 		type filter hook input priority filter; policy accept;
 		iifname "%[3]s" ct state established,related accept
-		iifname "%[3]s" drop
+		iifname "%[3]s" reject with icmp type admin-prohibited
 	}
 	chain forward {
 		type filter hook forward priority filter; policy accept;
-		iifname "%[3]s" oifname "%[4]s*" drop
+		iifname "%[3]s" oifname "%[4]s*" reject with icmp type admin-prohibited
+		iifname "%[3]s" ip daddr %[5]s reject with icmp type admin-prohibited
 	}
 }
-`, t, l.subnet, l.hostIf, vethPrefix)
+`, t, l.subnet, l.hostIf, vethPrefix, l.refused.nftSet())
 	cmd := exec.CommandContext(ctx, nft, "-f", "-")
 	cmd.Stdin = strings.NewReader(script)
 	var out bytes.Buffer
@@ -359,4 +362,31 @@ func writeIfChanged(path, v string) error {
 		return fmt.Errorf("unable to restore %s: %w", path, err)
 	}
 	return nil
+}
+
+// HostSubnets returns the IPv4 subnets of the host's own addresses (each
+// address with its prefix length, masked), loopback and the host ends of
+// open namespaces left out: the machines on the host's links, which an
+// open namespace must not reach (Config.Neighbourhood).
+func HostSubnets() ([]netip.Prefix, error) {
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return nil, fmt.Errorf("unable to list host addresses: %w", err)
+	}
+	var out []netip.Prefix
+	for _, a := range addrs {
+		if strings.HasPrefix(a.Label, vethPrefix) || a.IPNet == nil {
+			continue
+		}
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if !ok || ip.Unmap().IsLoopback() {
+			continue
+		}
+		bits, _ := a.Mask.Size()
+		p := netip.PrefixFrom(ip.Unmap(), bits).Masked()
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }

@@ -30,6 +30,7 @@ type recorder struct {
 	queries         []Query
 	queriesDropped  int64
 	flows           map[flow]struct{}
+	refused         neighbourhood // open mode: what the host end rejects
 }
 
 func newRecorder() *recorder {
@@ -79,7 +80,7 @@ func (r *recorder) addPacket(now time.Time, pkt []byte) {
 		if p.proto == protoUDP {
 			proto = "udp"
 		}
-		r.attempts = append(r.attempts, Attempt{Time: now, Proto: proto, Dst: p.dst.Addr().Unmap(), Port: p.dst.Port()})
+		r.attempts = append(r.attempts, Attempt{Time: now, Proto: proto, Dst: p.dst.Addr().Unmap(), Port: p.dst.Port(), Refused: r.refused.refuses(p.dst.Addr())})
 	}
 	if p.proto == protoUDP && p.dst.Port() == 53 {
 		if q, err := parseQuestion(p.payload); err == nil && q.flags&dnsQR == 0 {

@@ -173,6 +173,10 @@ type NetAttempt struct {
 	Time  time.Time `json:"time"`
 	Proto string    `json:"proto"` // tcp, udp
 	Dst   string    `json:"dst"`   // ip:port
+	// Refused: open mode rejected it, the destination being in the
+	// host's neighbourhood (private, CGNAT, link-local, multicast, the
+	// host's own subnets) or the host itself.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // DNSQuery is one name looked up.

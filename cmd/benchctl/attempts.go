@@ -164,7 +164,11 @@ func showAttempt(w io.Writer, a apitype.Attempt) {
 	p("network", "%s: %d connection attempts, %d DNS queries, %s in, %s out", orDash(n.Mode),
 		len(n.Attempts), len(n.DNS), formatBytes(n.BytesIn), formatBytes(n.BytesOut))
 	for _, na := range n.Attempts {
-		p("", "%s %s at %s", na.Proto, na.Dst, na.Time.Local().Format("15:04:05.000"))
+		refused := ""
+		if na.Refused {
+			refused = " (refused: the host's neighbourhood)"
+		}
+		p("", "%s %s at %s%s", na.Proto, na.Dst, na.Time.Local().Format("15:04:05.000"), refused)
 	}
 	for _, q := range n.DNS {
 		p("", "dns %s %s at %s", q.Type, q.Name, q.Time.Local().Format("15:04:05.000"))

@@ -905,7 +905,7 @@ func wireNetwork(r netns.Report) apitype.Network {
 		n.Mode = string(netns.Closed)
 	}
 	for _, at := range r.Attempts {
-		n.Attempts = append(n.Attempts, apitype.NetAttempt{Time: at.Time, Proto: at.Proto, Dst: net.JoinHostPort(at.Dst.String(), strconv.Itoa(int(at.Port)))})
+		n.Attempts = append(n.Attempts, apitype.NetAttempt{Time: at.Time, Proto: at.Proto, Dst: net.JoinHostPort(at.Dst.String(), strconv.Itoa(int(at.Port))), Refused: at.Refused})
 	}
 	for _, q := range r.DNS {
 		n.DNS = append(n.DNS, apitype.DNSQuery{Time: q.Time, Name: q.Name, Type: q.Type})
