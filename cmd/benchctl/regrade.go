@@ -72,7 +72,7 @@ func regrade(ctx context.Context, root string, a apitype.Attempt, recs []journal
 		return "", err
 	}
 	args := []string{"grade", "--task", a.Task, "--tasks", tasksDir, "--attempt", filepath.Join(root, "attempt.json"),
-		"--stdout", filepath.Join(root, "transcript", "stdout"), "--json", final}
+		"--stdout", filepath.Join(root, "transcript", "stdout"), "--journal", filepath.Join(root, "journal.jsonl"), "--json", final}
 	cmd := exec.CommandContext(ctx, benchd, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

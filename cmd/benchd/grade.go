@@ -1,6 +1,7 @@
 package main
 
 import (
+	"benchd.dev/fsmon/journal"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,14 +30,15 @@ type gradeOutput struct {
 }
 
 // runGrade implements "benchd grade --task ID [--tasks DIR] [--seed N]
-// [--attempt FILE [--stdout FILE]] [--json] DIR": it grades the finished
+// [--attempt FILE [--stdout FILE] [--journal FILE]] [--json] DIR": it grades the finished
 // workspace DIR against the task's hidden checks and the shared rules.
 // Without --attempt the changeset is DIR against the bundle's workspace
 // and agent facts such as exit status are unknown and not checked. With
 // --attempt (an attempt.json, as an export holds it) the grading takes
 // that attempt's recorded facts (runs.RecordedFacts: exit status,
 // timeout, refused edits, network use, changeset, the checks' seed, and
-// the final message from --stdout), and a bundle whose hash differs from
+// the final message from --stdout, the workspace caps hit from the cap
+// records of --journal), and a bundle whose hash differs from
 // the attempt's is refused: this is what `benchctl verify --regrade`
 // runs. As root, grader commands run confined as the daemon runs them (a
 // sandbox with its own cgroup and a closed network namespace, the task
@@ -51,6 +53,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	seed := fl.Uint64("seed", 0, "seed of the task's generated checks (default: the attempt's with --attempt, else a random one; the verdict prints it)")
 	attemptFile := fl.String("attempt", "", "grade with the facts an attempt recorded: its attempt.json (as exported)")
 	stdoutFile := fl.String("stdout", "", "with --attempt: the agent's stdout (transcript/stdout), for its final message")
+	journalFile := fl.String("journal", "", "with --attempt: the attempt's journal (journal.jsonl), for the workspace caps it hit")
 	// Flags may follow the workspace argument too.
 	var pos []string
 	for rest := args; ; {
@@ -121,8 +124,16 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return fail(stderr, 2, "grade: the attempt was graded with bundle %s of %s, but %s holds bundle %s", a.TaskSHA256, task.ID, task.Dir, sha)
 		}
 		in = runs.RecordedFacts(a, *stdoutFile)
-	} else if *stdoutFile != "" {
-		return fail(stderr, 2, "grade: --stdout needs --attempt")
+		if *journalFile != "" {
+			// The view's caps are journal records, not attempt facts.
+			recs, err := journal.Read(*journalFile)
+			if err != nil {
+				return fail(stderr, 2, "grade: --journal: %v", err)
+			}
+			in.Caps = journal.CapsOf(recs)
+		}
+	} else if *stdoutFile != "" || *journalFile != "" {
+		return fail(stderr, 2, "grade: --stdout and --journal need --attempt")
 	}
 	in.Task, in.Workspace, in.ScratchRoot = task, ws, scratch
 	if *seed != 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"benchd.dev/fsmon/journal"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -92,7 +93,11 @@ func TestRunGrade(t *testing.T) {
 		{"another bundle", []string{"--task", "rt-01", "--tasks", repoTasks, "--attempt", attemptFile(otherBundle), ref}, 2, nil, "was graded with bundle abab"},
 		{"another task", []string{"--task", "rt-01", "--tasks", repoTasks, "--attempt", attemptFile(otherTask), ref}, 2, nil, `the attempt is of task "rt-02"`},
 		{"not an attempt", []string{"--task", "rt-01", "--tasks", repoTasks, "--attempt", repoTasks + "/rt-01-circular-counter/task.toml", ref}, 2, nil, "--attempt"},
-		{"stdout alone", []string{"--task", "rt-01", "--tasks", repoTasks, "--stdout", "x", ref}, 2, nil, "--stdout needs --attempt"},
+		{"stdout alone", []string{"--task", "rt-01", "--tasks", repoTasks, "--stdout", "x", ref}, 2, nil, "--stdout and --journal need --attempt"},
+		{"journal alone", []string{"--task", "rt-01", "--tasks", repoTasks, "--journal", "x", ref}, 2, nil, "--stdout and --journal need --attempt"},
+		{"journal with a cap", []string{"--task", "rt-01", "--tasks", repoTasks, "--attempt", attemptFile(recorded), "--journal", capJournal(t), ref}, 1, []string{"workspace_cap: ", "files"}, ""},
+		{"journal without caps", []string{"--task", "rt-01", "--tasks", repoTasks, "--attempt", attemptFile(recorded), "--journal", capJournal(t, "no cap"), ref}, 0, []string{"PASS rt-01"}, ""},
+		{"missing journal", []string{"--task", "rt-01", "--tasks", repoTasks, "--attempt", attemptFile(recorded), "--journal", "/nonexistent/journal.jsonl", ref}, 2, nil, "--journal"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,4 +184,26 @@ func TestRunGradeDefaultDir(t *testing.T) {
 	if code := runGrade(context.Background(), []string{"--task", "rt-01", workspaceOf(t, "reference")}, &out, &errb); code != 0 {
 		t.Fatalf("got exit %d, want 0; stderr %q", code, errb.String())
 	}
+}
+
+// capJournal writes a journal that holds a files-cap record, or none
+// when called with a note, and returns its path.
+func capJournal(t *testing.T, none ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "journal.jsonl")
+	w, err := journal.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := journal.Record{Op: journal.OpCap, Name: journal.CapFiles, Path: "out/f100001", Result: "EDQUOT"}
+	if len(none) > 0 {
+		r = journal.Record{Op: journal.OpOpen, Path: "src/counter.py", Result: "ok"}
+	}
+	if _, err := w.Append(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
