@@ -123,7 +123,7 @@ func TestImportLayers(t *testing.T) {
 			}
 			dep := strings.TrimPrefix(imp, module+"/")
 			if !mayImport(allow, dep) {
-				t.Errorf("%s imports %s, which DESIGN.md's layers forbid", rel, dep)
+				t.Errorf("%s imports %s, which the layers of docs/design.md forbid", rel, dep)
 			}
 		}
 	}
