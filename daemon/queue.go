@@ -371,7 +371,7 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 	}
 	if task != nil {
 		timeout, _ := time.ParseDuration(la.spec.Timeout)
-		final.Limits = &apitype.Limits{TimeoutMS: timeout.Milliseconds(), MemoryBytes: int64(task.MemoryMB) << 20}
+		final.Limits = &apitype.Limits{TimeoutMS: timeout.Milliseconds(), MemoryBytes: int64(task.MemoryMB) << 20, CPUs: task.CPUs}
 	}
 	cause := context.Cause(ctx)
 	switch {

@@ -297,6 +297,9 @@ type Attempt struct {
 type Limits struct {
 	TimeoutMS   int64 `json:"timeout_ms"`   // the agent's wall-clock limit
 	MemoryBytes int64 `json:"memory_bytes"` // the cgroup's memory.max; 0 for none
+	// CPUs is the task's [environment] cpus, the agent's CPU quota in
+	// CPUs (cpu.max); 0 for none.
+	CPUs float64 `json:"cpus,omitempty"`
 }
 
 // HasVerdict reports whether a has a verdict: it is done. An Attempt

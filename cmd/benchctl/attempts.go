@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"benchd.dev/client"
@@ -144,6 +145,13 @@ func showAttempt(w io.Writer, a apitype.Attempt) {
 	p("timed out", "%s", yesNo(a.TimedOut))
 	p("wall time", "%s", wallTime(a))
 	p("peak memory", "%s (largest process %s)", formatBytes(a.PeakMemoryBytes), formatBytes(a.MaxRSSBytes))
+	if l := a.Limits; l != nil {
+		cpus := "no CPU quota"
+		if l.CPUs > 0 {
+			cpus = strconv.FormatFloat(l.CPUs, 'f', -1, 64) + " CPUs"
+		}
+		p("limits", "%s wall, %s memory, %s", formatMS(l.TimeoutMS), formatBytes(l.MemoryBytes), cpus)
+	}
 	p("oom killed", "%s", yesNo(a.OOM))
 	p("edits", "%d (denied %d)", a.Edits, a.Denied)
 	if len(a.Changeset) == 0 {

@@ -401,7 +401,8 @@ func TestShow(t *testing.T) {
 	}
 	for _, w := range []string{"verdict       pass (reward 1)", "exit status   0", "wall time     2.0s", "peak memory   48.0 MiB",
 		"oom killed    no", "tcp 93.184.216.34:443", "API_KEY (values not kept)", "  sha256      eeee", "  version     agent 1.2",
-		"modified src/counter.py", "added src/new.py", "1 connection attempts"} {
+		"modified src/counter.py", "added src/new.py", "2 connection attempts",
+		"tcp 169.254.169.254:80 at ", "(refused: the host's neighbourhood)", "limits        10m00s wall, 1.0 GiB memory, 1.5 CPUs"} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("got\n%s\nwant it to contain %q", stdout, w)
 		}

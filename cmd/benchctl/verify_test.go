@@ -421,7 +421,7 @@ func TestVerifyEverySignedField(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Signed fields that attempt.json leaves out when empty: added.
-	for k, v := range map[string]string{"infra_error": `"x"`, "signal": `9`, "benchd_version": `"x"`, "limits": `null`} {
+	for k, v := range map[string]string{"infra_error": `"x"`, "signal": `9`, "benchd_version": `"x"`} {
 		if _, ok := fields[k]; ok {
 			t.Fatalf("attempt.json has %s: the test adds it", k)
 		}
@@ -449,7 +449,7 @@ func TestVerifyEverySignedField(t *testing.T) {
 			}
 			fields2[key] = editValue(t, raw)
 			// The fields the test added are added unedited, except this one.
-			for k := range map[string]bool{"infra_error": true, "signal": true, "benchd_version": true, "limits": true} {
+			for k := range map[string]bool{"infra_error": true, "signal": true, "benchd_version": true} {
 				if k != key {
 					delete(fields2, k)
 				}
