@@ -225,7 +225,7 @@ func (h *handle) capture(ctx context.Context, atUnmount bool) {
 		h.record(ctx, rec, syscall.EBADF)
 		return
 	}
-	sum, size, errno := h.store(fd)
+	sum, size, errno := h.v.store(fd)
 	h.v.renameMu.RLock()
 	defer h.v.renameMu.RUnlock()
 	rec.Path = h.pathOf(fd)
@@ -245,7 +245,7 @@ const smallBlob = 1 << 20
 // when the store lacks its blob: most releases are of content stored
 // before (the snapshot at mount holds every initial file, and a build or
 // test run rewrites many files unchanged). Larger content is streamed.
-func (h *handle) store(fd int) (string, int64, syscall.Errno) {
+func (v *View) store(fd int) (string, int64, syscall.Errno) {
 	// Reopen through /proc: the descriptor may be write-only.
 	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -257,7 +257,7 @@ func (h *handle) store(fd int) (string, int64, syscall.Errno) {
 	if err := unix.Fstat(rfd, &st); err != nil {
 		return "", 0, errnoOf(err)
 	}
-	blobs := h.v.blobs
+	blobs := v.blobs
 	if st.Size <= smallBlob {
 		// One byte more than the size: a file that grew since is
 		// streamed.
@@ -267,7 +267,7 @@ func (h *handle) store(fd int) (string, int64, syscall.Errno) {
 		case err == io.EOF || err == io.ErrUnexpectedEOF:
 			sum, err := blobs.PutBytes(buf[:n])
 			if err != nil {
-				h.v.log.Error("unable to capture content", "err", err)
+				v.log.Error("unable to capture content", "err", err)
 				return "", 0, syscall.EIO
 			}
 			return sum, int64(n), 0
@@ -277,7 +277,7 @@ func (h *handle) store(fd int) (string, int64, syscall.Errno) {
 	}
 	sum, size, err := blobs.PutOpenFile(f) // from the start, holes kept
 	if err != nil {
-		h.v.log.Error("unable to capture content", "err", err)
+		v.log.Error("unable to capture content", "err", err)
 		return "", 0, syscall.EIO
 	}
 	return sum, size, 0
@@ -310,4 +310,38 @@ func errnoOf(err error) syscall.Errno {
 		return errno
 	}
 	return syscall.EIO
+}
+
+// storePath stores the content of the regular file at rel, relative to
+// the backing directory, as store does. The path is walked a component
+// at a time without following any link, so that a name the agent
+// swapped for a link cannot make the view read outside its tree.
+func (v *View) storePath(rel string) (string, int64, syscall.Errno) {
+	dir, err := unix.Open(v.backingReal, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", 0, errnoOf(err)
+	}
+	parts := strings.Split(rel, "/")
+	for _, part := range parts[:len(parts)-1] {
+		next, err := unix.Openat(dir, part, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(dir)
+		if err != nil {
+			return "", 0, errnoOf(err)
+		}
+		dir = next
+	}
+	fd, err := unix.Openat(dir, parts[len(parts)-1], unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	unix.Close(dir)
+	if err != nil {
+		return "", 0, errnoOf(err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return "", 0, errnoOf(err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", 0, syscall.EINVAL
+	}
+	return v.store(fd)
 }

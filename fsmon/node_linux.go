@@ -532,7 +532,8 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		n.recordAll(ctx, recs, journal.Denied, errno)
 		return errno
 	}
-	if sz, ok := in.GetSize(); ok {
+	sz, sized := in.GetSize()
+	if sized {
 		size := n.v.sizeOfPath(p)
 		if fd, ok := fdOf(f); ok {
 			size = sizeOfFd(fd)
@@ -540,6 +541,24 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		if n.v.tooBig(int64(sz), size) {
 			return n.v.hitCap(ctx, recs[0], journal.CapBlobBytes, syscall.EFBIG)
 		}
+	}
+	if _, viaHandle := f.(*handle); sized && sz > 0 && named && !viaHandle {
+		// A truncate by path (truncate(2)) to a size other than 0: no
+		// release of a handle follows with the content it leaves, so
+		// its record carries that content. Renames wait, so the path
+		// is the file's until the record is in.
+		n.v.renameMu.RLock()
+		defer n.v.renameMu.RUnlock()
+		errno = n.setattr(ctx, f, in, out)
+		if errno == 0 {
+			if sum, size, cerr := n.v.storePath(p); cerr == 0 {
+				recs[0].SHA256, recs[0].Size = sum, size
+			} else {
+				errno = cerr
+			}
+		}
+		n.recordAll(ctx, recs, d, errno)
+		return errno
 	}
 	errno = n.setattr(ctx, f, in, out)
 	n.recordAll(ctx, recs, d, errno)

@@ -297,6 +297,37 @@ func TestAppendTruncate(t *testing.T) {
 	}
 }
 
+// TestTruncateByPath: truncate(2) by path, which no release follows,
+// shrinking a file and growing another past its end (a hole), in both
+// modes: each truncate record carries the content it left, so the
+// journal replays to the final tree (finish checks it); a refused one
+// carries none.
+func TestTruncateByPath(t *testing.T) {
+	for _, mode := range []fsmon.Mode{fsmon.ModeContent, fsmon.ModeWrites} {
+		t.Run(string(mode), func(t *testing.T) {
+			v := mount(t, mode)
+			if err := os.Truncate(v.p("src/counter.py"), 2); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(v.p("src/pkg/mod.py"), 1<<20); err != nil {
+				t.Fatal(err)
+			}
+			wantErrno(t, "truncate README.md", os.Truncate(v.p("README.md"), 3), syscall.EACCES)
+			recs := v.finish()
+			if tr := want(t, recs, journal.OpTruncate, "src/counter.py", journal.Allowed, "ok"); tr.SHA256 != sum([]byte("x ")) || tr.Size != 2 {
+				t.Errorf("truncate of counter.py: got %s size %d, want the hash of %q", tr.SHA256, tr.Size, "x ")
+			}
+			grown, _ := os.ReadFile(filepath.Join(v.backing, "src", "pkg", "mod.py"))
+			if tr := want(t, recs, journal.OpTruncate, "src/pkg/mod.py", journal.Allowed, "ok"); len(grown) != 1<<20 || tr.SHA256 != sum(grown) {
+				t.Errorf("truncate of mod.py: got %s size %d, want the hash of its %d bytes", tr.SHA256, tr.Size, len(grown))
+			}
+			if tr := want(t, recs, journal.OpTruncate, "README.md", journal.Denied, "EACCES"); tr.SHA256 != "" {
+				t.Errorf("refused truncate carries content %s", tr.SHA256)
+			}
+		})
+	}
+}
+
 func TestRenames(t *testing.T) {
 	v := mount(t, fsmon.ModeContent)
 	os.WriteFile(v.p("src/a.py"), []byte("A"), 0o644)

@@ -142,6 +142,9 @@
 //     record of the path, whose SHA256 and Size are the file's content
 //     after the writes. A release of a path that no longer holds a file
 //     (removed while open, or recorded with no path) changes nothing;
+//   - a truncate to a non-zero size with a SHA256 (a truncate by path,
+//     truncate(2), which no release follows: fsmon records the content
+//     it left) sets the content to that hash and size;
 //   - write, fallocate, truncate, copy_file_range and release with an
 //     empty Path (a file with no name left, named in Target) change
 //     nothing: fsmon never lets such a file be named again (links of it

@@ -93,7 +93,7 @@ type Record struct {
 	Name     string    `json:"name,omitempty"`  // xattr name; for interrupted, why; for cap, which cap
 	Result   string    `json:"result"`          // "ok" or an errno name such as "EACCES"
 	Decision Decision  `json:"decision,omitempty"`
-	SHA256   string    `json:"sha256,omitempty"`
+	SHA256   string    `json:"sha256,omitempty"` // content: a release's; a truncate by path's to a non-zero size (no release follows it); mount and unmount: the manifest
 	Prev     string    `json:"prev"`
 	Hash     string    `json:"hash"`
 }

@@ -258,9 +258,13 @@ func (s replayState) apply(r Record) error {
 		if err != nil {
 			return err
 		}
-		if r.Size == 0 {
+		switch {
+		case r.Size == 0:
 			*ino = inode{sha: EmptySHA256, mode: ino.mode}
-		} else {
+		case r.SHA256 != "":
+			// A truncate by path: the record holds what it left.
+			ino.sha, ino.size, ino.stale = r.SHA256, r.Size, false
+		default:
 			ino.size, ino.stale = r.Size, true
 		}
 	case OpWrite, OpFallocate, OpCopyFileRange:
