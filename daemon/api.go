@@ -81,25 +81,28 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// validTaskID checks a task id before it comes near a path.
-func validTaskID(id string) error {
+// canonicalTaskID checks a task id before it comes near a path and
+// returns it canonical (tasks.CanonicalID: "RT-01" names rt-01).
+func canonicalTaskID(id string) (string, error) {
 	if id == "" {
-		return fmt.Errorf("no task given: %w", errInvalid)
+		return "", fmt.Errorf("no task given: %w", errInvalid)
 	}
-	if !tasks.ValidID(id) {
-		return fmt.Errorf("task id %q is not valid: use lowercase letters, digits and dashes: %w", id, errInvalid)
+	c := tasks.CanonicalID(id)
+	if !tasks.ValidID(c) {
+		return "", fmt.Errorf("task id %q is not valid: use letters, digits and dashes: %w", id, errInvalid)
 	}
-	return nil
+	return c, nil
 }
 
 // validate checks a RunRequest completely; nothing is changed before it
 // returns nil.
 func (s *server) validate(req apitype.RunRequest) (submitted, error) {
 	var sub submitted
-	if err := validTaskID(req.Task); err != nil {
+	id, err := canonicalTaskID(req.Task)
+	if err != nil {
 		return sub, err
 	}
-	task, err := tasks.Find(s.cfg.TasksDir, req.Task)
+	task, err := tasks.Find(s.cfg.TasksDir, id)
 	if err != nil {
 		return sub, fmt.Errorf("task %q: %w", req.Task, err)
 	}
@@ -220,9 +223,11 @@ func (s *server) handleListAttempts(w http.ResponseWriter, r *http.Request) erro
 	q := r.URL.Query()
 	f := store.Filter{Run: q.Get("run"), Task: q.Get("task"), Limit: 100}
 	if f.Task != "" {
-		if err := validTaskID(f.Task); err != nil {
+		id, err := canonicalTaskID(f.Task)
+		if err != nil {
 			return err
 		}
+		f.Task = id
 	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
