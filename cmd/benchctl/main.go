@@ -30,7 +30,8 @@
 //
 // The socket is --socket, else $BENCHD_SOCKET, else /run/benchd/benchd.sock.
 // Every command takes --json (before or after the command), which prints
-// one JSON object on stdout.
+// one JSON object on stdout (model-replay: JSON lines, its address first,
+// then one per request).
 // Errors are one line on stderr.
 //
 // Exit status: 0 when the answer is yes (every attempt passed, the archive
