@@ -73,10 +73,10 @@ func (c *CLI) cmdShow(ctx context.Context, args []string) int {
 	}
 	if f.json {
 		c.printJSON(normalize(a))
-		return exitOK
+		return verdictExit(a)
 	}
 	showAttempt(c.Stdout, a)
-	return exitOK
+	return verdictExit(a)
 }
 
 // showAttempt prints everything known about an attempt.

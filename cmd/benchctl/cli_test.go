@@ -416,6 +416,57 @@ func TestShow(t *testing.T) {
 	}
 }
 
+// TestShowExit: show answers with the attempt's verdict, as run does: 0
+// a pass, 1 a fail, a verdict left to review or a canceled attempt, 2 an
+// infra error or an attempt not ended yet; with --json too.
+func TestShowExit(t *testing.T) {
+	fx := newFixture(t)
+	d := newFakeDaemon(t, fx)
+	tests := []struct {
+		id     string
+		change func(*apitype.Attempt)
+		want   int
+	}{
+		{"a-pass", func(*apitype.Attempt) {}, exitOK},
+		{"a-fail", func(a *apitype.Attempt) {
+			a.Pass, a.Reward, a.Reasons = false, 0, []apitype.Reason{{Code: "tests_failed", Message: "1 test failed"}}
+		}, exitNo},
+		{"a-review", func(a *apitype.Attempt) {
+			a.Pass, a.Outcome, a.Reasons = false, apitype.OutcomeReview, []apitype.Reason{{Code: "needs_review", Message: "hedged"}}
+		}, exitNo},
+		{"a-reviewed-pass", func(a *apitype.Attempt) {
+			a.Pass, a.Outcome = true, apitype.OutcomePass
+			a.Review = &apitype.Review{Outcome: apitype.OutcomePass, Why: "fine", UID: 1000}
+		}, exitOK},
+		{"a-canceled", func(a *apitype.Attempt) { a.State, a.Pass = apitype.StateCanceled, false }, exitNo},
+		{"a-infra", func(a *apitype.Attempt) {
+			a.State, a.Pass, a.InfraError = apitype.StateInfraError, false, "unable to mount: ENODEV"
+		}, exitError},
+		{"a-running", func(a *apitype.Attempt) { a.State, a.Pass, a.Finished = apitype.StateRunning, false, nil }, exitError},
+		{"a-queued", func(a *apitype.Attempt) {
+			a.State, a.Pass, a.Started, a.Finished = apitype.StateQueued, false, nil, nil
+		}, exitError},
+	}
+	d.mu.Lock()
+	for _, tt := range tests {
+		d.attempts[tt.id] = attemptWith(fx, tt.id, tt.change)
+	}
+	d.mu.Unlock()
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			for _, args := range [][]string{{"show", tt.id}, {"show", "--json", tt.id}} {
+				code, stdout, stderr := runCLI(t, d.Socket, nil, false, args...)
+				if code != tt.want {
+					t.Errorf("%q: got exit %d, want %d (stderr %q)", args, code, tt.want, stderr)
+				}
+				if !strings.Contains(stdout, tt.id) || stderr != "" {
+					t.Errorf("%q: got stdout %q, stderr %q; want the attempt shown and no error", args, stdout, stderr)
+				}
+			}
+		})
+	}
+}
+
 func TestCommandsJSON(t *testing.T) {
 	fx := newFixture(t)
 	d := newFakeDaemon(t, fx)

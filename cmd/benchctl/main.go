@@ -36,12 +36,14 @@
 //
 // Exit status: 0 when the answer is yes (every attempt passed, the archive
 // verifies, every task check matched, a regrade gave the same verdict);
-// 1 when it is no (an attempt failed or is left to review, the archive
-// or journal does not verify, a check or a regrade differs, a run has
-// nothing to retry); 2 when there is no answer (bad
+// 1 when it is no (an attempt failed, is left to review or was canceled,
+// the archive or journal does not verify, a check or a regrade differs, a
+// run has nothing to retry); 2 when there is no answer (bad
 // usage, benchd unreachable or refusing the request, an infra error of an
-// attempt, an interrupted run); 3 from verify when every check passed but
-// no --key was given, so the signer was not checked.
+// attempt, an attempt still queued or running, an interrupted run); 3 from
+// verify when every check passed but no --key was given, so the signer was
+// not checked. show and run (without --detach) answer with the verdict
+// this way, run with the worst of its attempts'.
 //
 // The whole CLI lives in this package: main only wires the process
 // (arguments, environment, signals, whether stdout is a terminal) into
