@@ -135,6 +135,10 @@ func resolveAgent(spec string, task *tasks.Task, env []string, in *agents.Input)
 	}
 	exe, err := lookPath(argv[0], path)
 	if err != nil {
+		if !strings.Contains(argv[0], "/") {
+			// A bare name may be a misspelt preset as well as a command.
+			return agent{}, fmt.Errorf("%w: agent command %q: %w; nor is it an agent preset: %s", ErrInvalid, argv[0], err, knownAgents(task))
+		}
 		return agent{}, fmt.Errorf("%w: agent command %q: %w", ErrInvalid, argv[0], err)
 	}
 	sum, err := journal.HashFile(exe)
@@ -143,6 +147,28 @@ func resolveAgent(spec string, task *tasks.Task, env []string, in *agents.Input)
 	}
 	id.Exe, id.SHA256, id.Args = exe, sum, argv[1:]
 	return agent{id: id, argv: append([]string{exe}, argv[1:]...)}, nil
+}
+
+// knownAgents names what --agent takes besides a command line: the
+// presets (built in and from the preset directories) and the built-in
+// agents, with task's known attempts.
+func knownAgents(task *tasks.Task) string {
+	var presets []string
+	if list, err := agents.List(agents.DefaultDirs()); err == nil {
+		for _, p := range list {
+			presets = append(presets, p.Name)
+		}
+	} else {
+		presets = agents.Builtin()
+	}
+	builtins := []string{apitype.AgentReference, apitype.AgentNull}
+	for _, at := range task.Attempts {
+		if at.Name != "reference" {
+			builtins = append(builtins, apitype.AgentAttemptPrefix+at.Name)
+		}
+	}
+	return fmt.Sprintf("the presets are %s (more in %s); the built-in agents are %s",
+		strings.Join(presets, ", "), strings.Join(agents.DefaultDirs(), " or "), strings.Join(builtins, ", "))
 }
 
 // presetAgent resolves an agent preset. Its identity is the preset's

@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"benchd.dev/agents"
 	"benchd.dev/client/apitype"
 	"benchd.dev/graders"
 	"benchd.dev/tasks"
@@ -280,4 +282,28 @@ func TestRunRefusesBadSpecs(t *testing.T) {
 			t.Errorf("got %v, want ErrConflict", err)
 		}
 	})
+}
+
+// TestUnknownAgentListsPresets: an agent that is neither a preset nor a
+// command found is refused with what --agent does take: the presets and
+// the built-in agents.
+func TestUnknownAgentListsPresets(t *testing.T) {
+	task := testTask(t)
+	e := &Engine{}
+	for _, spec := range []string{"codx", "claud --print"} {
+		_, err := e.ResolveAgent(spec, task)
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("%q: got %v, want an error wrapping ErrInvalid", spec, err)
+		}
+		for _, w := range append(agents.Builtin(), "not found in PATH", "nor is it an agent preset", apitype.AgentReference, apitype.AgentNull, apitype.AgentAttemptPrefix+"edits-tests") {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%q: got %q, want it to name %q", spec, err, w)
+			}
+		}
+	}
+	// A path names no preset: its error stays about the path.
+	_, err := e.ResolveAgent("/no/such/agent", task)
+	if err == nil || strings.Contains(err.Error(), "preset") {
+		t.Errorf("an absolute path: got %v, want an error without the presets", err)
+	}
 }
