@@ -32,7 +32,9 @@
 // Every command takes --json (before or after the command), which prints
 // one JSON object on stdout (model-replay: JSON lines, its address first,
 // then one per request).
-// Errors are one line on stderr.
+// Errors are one line on stderr; with --json, one JSON object on stdout
+// instead, {"error": MESSAGE, "command": NAME, "code": EXIT}, where code
+// is the exit status.
 //
 // Exit status: 0 when the answer is yes (every attempt passed, the archive
 // verifies, every task check matched, a regrade gave the same verdict);
