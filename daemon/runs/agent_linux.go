@@ -141,12 +141,40 @@ func resolveAgent(spec string, task *tasks.Task, env []string, in *agents.Input)
 		}
 		return agent{}, fmt.Errorf("%w: agent command %q: %w", ErrInvalid, argv[0], err)
 	}
+	if err := shownExe(exe); err != nil {
+		return agent{}, fmt.Errorf("%w: agent command %q: %w", ErrInvalid, argv[0], err)
+	}
 	sum, err := journal.HashFile(exe)
 	if err != nil {
 		return agent{}, fmt.Errorf("%w: agent command %q: %w", ErrInvalid, argv[0], err)
 	}
 	id.Exe, id.SHA256, id.Args = exe, sum, argv[1:]
 	return agent{id: id, argv: append([]string{exe}, argv[1:]...)}, nil
+}
+
+// shownExe checks that a command agent's executable, found on the host,
+// is there inside the sandbox too: the sandbox's root is an allow-list
+// of the host's trees (sandbox.Shows), and a command line has no binds,
+// so a program elsewhere (/tmp, /home, /root, /opt, /usr/local) would
+// pass here and then fail to start in every attempt. A link is followed:
+// its target must be shown as well.
+func shownExe(exe string) error {
+	real, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{exe, real} {
+		if !sandbox.Shows(p, nil) {
+			what := exe
+			if p != exe {
+				what = exe + " (a link to " + real + ")"
+			}
+			return fmt.Errorf("%s is outside what the sandbox shows of the host, %s, so the agent could not start: "+
+				"install it under /usr (e.g. /usr/bin), or write an agent preset whose binds name its tree (docs/agents.md; presets go in %s)",
+				what, sandbox.ShownTrees(), strings.Join(agents.DefaultDirs(), " or "))
+		}
+	}
+	return nil
 }
 
 // knownAgents names what --agent takes besides a command line: the
