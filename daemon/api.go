@@ -1,13 +1,16 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"benchd.dev/client/apitype"
@@ -34,15 +37,27 @@ func (s *server) routes() *http.ServeMux {
 	handle("GET /v1/runs/{id}", s.handleGetRun)
 	handle("POST /v1/runs/{id}/retry", s.handleRetry)
 	handle("GET /v1/attempts", s.handleListAttempts)
-	handle("GET /v1/attempts/{id}", s.handleGetAttempt)
-	handle("GET /v1/attempts/{id}/events", s.handleEvents)
-	handle("POST /v1/attempts/{id}/cancel", s.handleCancel)
-	handle("POST /v1/attempts/{id}/regrade", s.handleRegrade)
-	handle("POST /v1/attempts/{id}/review", s.handleReview)
-	handle("GET /v1/attempts/{id}/journal", s.handleJournal)
-	handle("GET /v1/attempts/{id}/blobs/{sha}", s.handleBlob)
-	handle("GET /v1/attempts/{id}/transcript", s.handleTranscript)
-	handle("GET /v1/attempts/{id}/export", s.handleExport)
+	// An attempt's {id} may be a unique prefix or "latest"
+	// (resolveAttempt); the handlers see the whole id.
+	attempt := func(pattern string, h handlerFunc) {
+		handle(pattern, func(w http.ResponseWriter, r *http.Request) error {
+			id, err := s.resolveAttempt(r.Context(), r.PathValue("id"))
+			if err != nil {
+				return err
+			}
+			r.SetPathValue("id", id)
+			return h(w, r)
+		})
+	}
+	attempt("GET /v1/attempts/{id}", s.handleGetAttempt)
+	attempt("GET /v1/attempts/{id}/events", s.handleEvents)
+	attempt("POST /v1/attempts/{id}/cancel", s.handleCancel)
+	attempt("POST /v1/attempts/{id}/regrade", s.handleRegrade)
+	attempt("POST /v1/attempts/{id}/review", s.handleReview)
+	attempt("GET /v1/attempts/{id}/journal", s.handleJournal)
+	attempt("GET /v1/attempts/{id}/blobs/{sha}", s.handleBlob)
+	attempt("GET /v1/attempts/{id}/transcript", s.handleTranscript)
+	attempt("GET /v1/attempts/{id}/export", s.handleExport)
 	handle("GET /v1/tasks", s.handleTasks)
 	handle("POST /v1/tasks/check", s.handleCheck)
 	handle("GET /v1/status", s.handleStatus)
@@ -51,6 +66,59 @@ func (s *server) routes() *http.ServeMux {
 		return fmt.Errorf("no endpoint %s %s: %w", r.Method, r.URL.Path, errNotFound)
 	})
 	return mux
+}
+
+// Attempt references (resolveAttempt).
+const (
+	// latestAttempt names the newest attempt.
+	latestAttempt = "latest"
+	// minAttemptPrefix is the shortest prefix taken, in characters after
+	// the "a-" every attempt id starts with.
+	minAttemptPrefix = 4
+	// maxCandidates is how many attempts an ambiguous prefix's error names.
+	maxCandidates = 5
+)
+
+// resolveAttempt turns what a caller named an attempt by into its id: the
+// id itself; "latest", the newest attempt; or a prefix of one id, with or
+// without its "a-", of at least minAttemptPrefix characters after it. A
+// prefix of several ids is refused naming some of them (newest first),
+// one of none is not found.
+func (s *server) resolveAttempt(ctx context.Context, ref string) (string, error) {
+	if ref == latestAttempt {
+		ids, err := s.store.AttemptIDs(ctx, "", 1)
+		if err != nil {
+			return "", err
+		}
+		if len(ids) == 0 {
+			return "", fmt.Errorf("attempt latest: there are no attempts yet: %w", errNotFound)
+		}
+		return ids[0], nil
+	}
+	prefix := ref
+	if !strings.HasPrefix(prefix, "a-") {
+		prefix = "a-" + prefix
+	}
+	ids, err := s.store.AttemptIDs(ctx, prefix, maxCandidates+1)
+	if err != nil {
+		return "", err
+	}
+	if slices.Contains(ids, prefix) {
+		return prefix, nil // a whole id, though it prefixes others
+	}
+	switch {
+	case len(ids) == 0:
+		return "", fmt.Errorf("attempt %s: %w", ref, store.ErrNotFound)
+	case len(prefix)-len("a-") < minAttemptPrefix:
+		return "", fmt.Errorf("attempt %q: a prefix needs at least %d characters after \"a-\" (or give the whole id, or latest): %w", ref, minAttemptPrefix, errInvalid)
+	case len(ids) == 1:
+		return ids[0], nil
+	}
+	more := ""
+	if len(ids) > maxCandidates {
+		ids, more = ids[:maxCandidates], ", ..."
+	}
+	return "", fmt.Errorf("attempt %q is ambiguous: it starts %s%s; give more of the id: %w", ref, strings.Join(ids, ", "), more, errInvalid)
 }
 
 // decodeJSON decodes the request body into v: one JSON value of at most

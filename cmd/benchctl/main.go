@@ -28,6 +28,10 @@
 //	library show --library L [--tasks DIR]                               (offline)
 //	board, scorecard, model-replay: see benchctl help
 //
+// ATTEMPT is an attempt's id, a unique prefix of it (at least 4
+// characters after "a-", which may be left out) or latest, the newest;
+// benchd resolves it.
+//
 // The socket is --socket, else $BENCHD_SOCKET, else /run/benchd/benchd.sock.
 // Every command takes --json (before or after the command), which prints
 // one JSON object on stdout (model-replay: JSON lines, its address first,
