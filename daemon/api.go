@@ -1,13 +1,16 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"benchd.dev/client/apitype"
@@ -34,15 +37,27 @@ func (s *server) routes() *http.ServeMux {
 	handle("GET /v1/runs/{id}", s.handleGetRun)
 	handle("POST /v1/runs/{id}/retry", s.handleRetry)
 	handle("GET /v1/attempts", s.handleListAttempts)
-	handle("GET /v1/attempts/{id}", s.handleGetAttempt)
-	handle("GET /v1/attempts/{id}/events", s.handleEvents)
-	handle("POST /v1/attempts/{id}/cancel", s.handleCancel)
-	handle("POST /v1/attempts/{id}/regrade", s.handleRegrade)
-	handle("POST /v1/attempts/{id}/review", s.handleReview)
-	handle("GET /v1/attempts/{id}/journal", s.handleJournal)
-	handle("GET /v1/attempts/{id}/blobs/{sha}", s.handleBlob)
-	handle("GET /v1/attempts/{id}/transcript", s.handleTranscript)
-	handle("GET /v1/attempts/{id}/export", s.handleExport)
+	// An attempt's {id} may be a unique prefix or "latest"
+	// (resolveAttempt); the handlers see the whole id.
+	attempt := func(pattern string, h handlerFunc) {
+		handle(pattern, func(w http.ResponseWriter, r *http.Request) error {
+			id, err := s.resolveAttempt(r.Context(), r.PathValue("id"))
+			if err != nil {
+				return err
+			}
+			r.SetPathValue("id", id)
+			return h(w, r)
+		})
+	}
+	attempt("GET /v1/attempts/{id}", s.handleGetAttempt)
+	attempt("GET /v1/attempts/{id}/events", s.handleEvents)
+	attempt("POST /v1/attempts/{id}/cancel", s.handleCancel)
+	attempt("POST /v1/attempts/{id}/regrade", s.handleRegrade)
+	attempt("POST /v1/attempts/{id}/review", s.handleReview)
+	attempt("GET /v1/attempts/{id}/journal", s.handleJournal)
+	attempt("GET /v1/attempts/{id}/blobs/{sha}", s.handleBlob)
+	attempt("GET /v1/attempts/{id}/transcript", s.handleTranscript)
+	attempt("GET /v1/attempts/{id}/export", s.handleExport)
 	handle("GET /v1/tasks", s.handleTasks)
 	handle("POST /v1/tasks/check", s.handleCheck)
 	handle("GET /v1/status", s.handleStatus)
@@ -51,6 +66,59 @@ func (s *server) routes() *http.ServeMux {
 		return fmt.Errorf("no endpoint %s %s: %w", r.Method, r.URL.Path, errNotFound)
 	})
 	return mux
+}
+
+// Attempt references (resolveAttempt).
+const (
+	// latestAttempt names the newest attempt.
+	latestAttempt = "latest"
+	// minAttemptPrefix is the shortest prefix taken, in characters after
+	// the "a-" every attempt id starts with.
+	minAttemptPrefix = 4
+	// maxCandidates is how many attempts an ambiguous prefix's error names.
+	maxCandidates = 5
+)
+
+// resolveAttempt turns what a caller named an attempt by into its id: the
+// id itself; "latest", the newest attempt; or a prefix of one id, with or
+// without its "a-", of at least minAttemptPrefix characters after it. A
+// prefix of several ids is refused naming some of them (newest first),
+// one of none is not found.
+func (s *server) resolveAttempt(ctx context.Context, ref string) (string, error) {
+	if ref == latestAttempt {
+		ids, err := s.store.AttemptIDs(ctx, "", 1)
+		if err != nil {
+			return "", err
+		}
+		if len(ids) == 0 {
+			return "", fmt.Errorf("attempt latest: there are no attempts yet: %w", errNotFound)
+		}
+		return ids[0], nil
+	}
+	prefix := ref
+	if !strings.HasPrefix(prefix, "a-") {
+		prefix = "a-" + prefix
+	}
+	ids, err := s.store.AttemptIDs(ctx, prefix, maxCandidates+1)
+	if err != nil {
+		return "", err
+	}
+	if slices.Contains(ids, prefix) {
+		return prefix, nil // a whole id, though it prefixes others
+	}
+	switch {
+	case len(ids) == 0:
+		return "", fmt.Errorf("attempt %s: %w", ref, store.ErrNotFound)
+	case len(prefix)-len("a-") < minAttemptPrefix:
+		return "", fmt.Errorf("attempt %q: a prefix needs at least %d characters after \"a-\" (or give the whole id, or latest): %w", ref, minAttemptPrefix, errInvalid)
+	case len(ids) == 1:
+		return ids[0], nil
+	}
+	more := ""
+	if len(ids) > maxCandidates {
+		ids, more = ids[:maxCandidates], ", ..."
+	}
+	return "", fmt.Errorf("attempt %q is ambiguous: it starts %s%s; give more of the id: %w", ref, strings.Join(ids, ", "), more, errInvalid)
 }
 
 // decodeJSON decodes the request body into v: one JSON value of at most
@@ -81,25 +149,28 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// validTaskID checks a task id before it comes near a path.
-func validTaskID(id string) error {
+// canonicalTaskID checks a task id before it comes near a path and
+// returns it canonical (tasks.CanonicalID: "RT-01" names rt-01).
+func canonicalTaskID(id string) (string, error) {
 	if id == "" {
-		return fmt.Errorf("no task given: %w", errInvalid)
+		return "", fmt.Errorf("no task given: %w", errInvalid)
 	}
-	if !tasks.ValidID(id) {
-		return fmt.Errorf("task id %q is not valid: use lowercase letters, digits and dashes: %w", id, errInvalid)
+	c := tasks.CanonicalID(id)
+	if !tasks.ValidID(c) {
+		return "", fmt.Errorf("task id %q is not valid: use letters, digits and dashes: %w", id, errInvalid)
 	}
-	return nil
+	return c, nil
 }
 
 // validate checks a RunRequest completely; nothing is changed before it
 // returns nil.
 func (s *server) validate(req apitype.RunRequest) (submitted, error) {
 	var sub submitted
-	if err := validTaskID(req.Task); err != nil {
+	id, err := canonicalTaskID(req.Task)
+	if err != nil {
 		return sub, err
 	}
-	task, err := tasks.Find(s.cfg.TasksDir, req.Task)
+	task, err := tasks.Find(s.cfg.TasksDir, id)
 	if err != nil {
 		return sub, fmt.Errorf("task %q: %w", req.Task, err)
 	}
@@ -220,9 +291,11 @@ func (s *server) handleListAttempts(w http.ResponseWriter, r *http.Request) erro
 	q := r.URL.Query()
 	f := store.Filter{Run: q.Get("run"), Task: q.Get("task"), Limit: 100}
 	if f.Task != "" {
-		if err := validTaskID(f.Task); err != nil {
+		id, err := canonicalTaskID(f.Task)
+		if err != nil {
 			return err
 		}
+		f.Task = id
 	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)

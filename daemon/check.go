@@ -20,7 +20,8 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	var list []*tasks.Task
 	if id := r.URL.Query().Get("task"); id != "" {
-		if err := validTaskID(id); err != nil {
+		id, err := canonicalTaskID(id)
+		if err != nil {
 			return err
 		}
 		t, err := tasks.Find(s.cfg.TasksDir, id)

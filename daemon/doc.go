@@ -12,7 +12,10 @@
 // return errors that wrap one of a few classes (invalid, not found,
 // conflict, busy, too large, forbidden) or the equivalent classes of
 // daemon/store, daemon/runs and tasks, and anything else is an internal
-// error.
+// error. Every /v1/attempts/{id} endpoint resolves {id} first
+// (resolveAttempt): the id, a unique prefix of at least 4 characters
+// after "a-" (which may be left out), or latest; an ambiguous prefix is
+// invalid and names the candidates, newest first.
 //
 // # Callers
 //

@@ -144,3 +144,38 @@ func etcFiles(wc *wireConfig) map[string][]byte {
 			"networks: files\nprotocols: files\nservices: files\nethers: files\nrpc: files\nnetgroup: files\n"),
 	}
 }
+
+// Shows reports whether the sandbox shows the host's path p (absolute
+// and clean) at the same path: under one of hostRoot's entries, except
+// /usr/local (an empty tmpfs in the sandbox), or under one of binds
+// (host paths bound at the same path). It does not follow links: when p
+// is a link, its target must be shown too for it to work inside.
+func Shows(p string, binds []string) bool {
+	for _, b := range binds {
+		if within(p, filepath.Clean(b)) {
+			return true
+		}
+	}
+	if within(p, "/usr/local") {
+		return false
+	}
+	for _, name := range hostRoot {
+		if within(p, "/"+name) {
+			return true
+		}
+	}
+	return false
+}
+
+// ShownTrees names what Shows accepts without binds, for messages.
+func ShownTrees() string {
+	var b strings.Builder
+	for i, name := range hostRoot {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("/" + name)
+	}
+	b.WriteString(" (but not /usr/local, which the sandbox hides)")
+	return b.String()
+}

@@ -81,6 +81,12 @@ var (
 // and dashes, starting with a letter or digit, at most 64 bytes.
 func ValidID(id string) bool { return idRE.MatchString(id) }
 
+// CanonicalID is the id a task is known by when it is named: ids are
+// lower case, and one named in upper case ("RT-01", as the docs write
+// it) is the same task. A bundle's own id (task.toml) must be canonical
+// already; CanonicalID is for what people type.
+func CanonicalID(id string) string { return strings.ToLower(id) }
+
 // manifest is task.toml as written.
 type manifest struct {
 	Task struct {
@@ -414,9 +420,11 @@ func LoadAll(root string) ([]*Task, error) {
 
 // Find loads the bundle with the given id from root. Bundles live in
 // directories named after their id ("rt-01" or "rt-01-circular-counter");
-// the directory name itself is accepted as an id too. An id that is not a
-// safe id wraps ErrInvalid; an id no bundle has wraps ErrNotFound.
+// the directory name itself is accepted as an id too, and either in any
+// case (CanonicalID). An id that is not a safe id wraps ErrInvalid; an id
+// no bundle has wraps ErrNotFound.
 func Find(root, id string) (*Task, error) {
+	id = CanonicalID(id)
 	if !ValidID(id) {
 		return nil, fmt.Errorf("%w: task id %q: want a match of %s", ErrInvalid, id, idRE)
 	}

@@ -246,6 +246,9 @@ func TestFind(t *testing.T) {
 	}{
 		{"rt-99", nil},
 		{"rt-99-example", nil},
+		{"RT-99", nil},
+		{"Rt-99-Example", nil},
+		{"RT-98", ErrNotFound},
 		{"rt-98", ErrNotFound},
 		{"rt-9", ErrNotFound},
 		{"../rt-99", ErrInvalid},

@@ -23,6 +23,10 @@
 //	POST /v1/tasks/check[?task=ID]       -> TaskCheck (runs the reference and known attempts)
 //	GET  /v1/status                      -> Status
 //	GET  /v1/key                         -> HostKey (the public half of benchd's signing key)
+//
+// An attempt's {id} is its id, a unique prefix of it (the "a-" optional,
+// at least 4 characters after it) or "latest", the newest attempt; a
+// prefix of several attempts is CodeInvalid, naming some of them.
 package apitype
 
 import (

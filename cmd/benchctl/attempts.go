@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -74,10 +75,10 @@ func (c *CLI) cmdShow(ctx context.Context, args []string) int {
 	}
 	if f.json {
 		c.printJSON(normalize(a))
-		return exitOK
+		return verdictExit(a)
 	}
 	showAttempt(c.Stdout, a)
-	return exitOK
+	return verdictExit(a)
 }
 
 // showAttempt prints everything known about an attempt.
@@ -221,6 +222,13 @@ func quoteArgs(args []string) []string {
 	return out
 }
 
+// cancelErrorJSON is what cancel --json prints when an attempt could not
+// be canceled: the error (each attempt's, joined) and those canceled.
+type cancelErrorJSON struct {
+	errorJSON
+	Attempts []apitype.Attempt `json:"attempts"`
+}
+
 func (c *CLI) cmdCancel(ctx context.Context, args []string) int {
 	f := c.newFlags("cancel")
 	pos, code, ok := c.parse(f, args)
@@ -231,17 +239,27 @@ func (c *CLI) cmdCancel(ctx context.Context, args []string) int {
 		return code
 	}
 	var done []apitype.Attempt
+	var failed []string
 	code = exitOK
 	for _, id := range pos {
 		a, err := c.api().Cancel(ctx, id)
 		if err != nil {
-			c.fail("cancel", exitError, fmt.Errorf("%s: %w", id, err))
+			msg := fmt.Sprintf("%s: %v", id, err)
+			if !f.json {
+				c.fail("cancel", exitError, errors.New(msg))
+			}
+			failed = append(failed, oneLineMessage(msg))
 			code = exitError
 			continue
 		}
 		done = append(done, a)
 	}
 	if f.json {
+		// One object: the error, with the attempts that were canceled.
+		if len(failed) > 0 {
+			c.printJSON(cancelErrorJSON{errorJSON{Error: strings.Join(failed, "; "), Command: "cancel", Code: code}, normalizeAll(done)})
+			return code
+		}
 		c.printJSON(apitype.AttemptList{Attempts: normalizeAll(done)})
 		return code
 	}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"benchd.dev/client"
@@ -31,7 +32,11 @@ type CLI struct {
 
 	socket   string
 	jsonFlag bool // --json given before the command
-	client   *client.Client
+	// jsonErrors says whether errors are printed as JSON (errorJSON):
+	// --json anywhere in the arguments until the command's flags are
+	// parsed, then the value the command's --json flag got.
+	jsonErrors bool
+	client     *client.Client
 }
 
 // command is one subcommand.
@@ -90,10 +95,15 @@ func (c *CLI) Run(ctx context.Context, args []string) int {
 			fmt.Fprint(c.Stdout, usageText())
 			return exitOK
 		}
+		c.jsonErrors = c.jsonFlag || jsonArg(args)
 		return c.usageError("", "%v", err)
 	}
 	args = fs.Args()
+	c.jsonErrors = c.jsonFlag || jsonArg(args)
 	if len(args) == 0 {
+		if c.jsonErrors {
+			return c.usageError("", "no command given (benchctl help lists them)")
+		}
 		fmt.Fprint(c.Stderr, usageText())
 		return exitError
 	}
@@ -144,13 +154,18 @@ func (c *CLI) parse(f *flags, args []string) ([]string, int, bool) {
 				c.printCommandUsage(f)
 				return nil, exitOK, false
 			}
+			// The flags after the bad one were not parsed: a --json among
+			// them still asks for the error as JSON.
+			c.jsonErrors = f.json || jsonArg(args)
 			return nil, c.usageError(f.cmd, "%v", err), false
 		}
 		rest := f.Args()
 		if len(rest) == 0 {
+			c.jsonErrors = f.json
 			return pos, 0, true
 		}
 		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			c.jsonErrors = f.json
 			return append(pos, rest...), 0, true
 		}
 		pos = append(pos, rest[0])
@@ -180,20 +195,69 @@ func (c *CLI) wantArgs(f *flags, pos []string, min, max int, what string) (int, 
 	return 0, true
 }
 
-// usageError prints a one-line usage error and returns exitError.
-func (c *CLI) usageError(cmd, format string, a ...any) int {
-	c.errorLine(cmd, fmt.Sprintf(format, a...))
-	return exitError
+// jsonArg reports whether args, up to a "--", hold a --json flag that
+// is true ("--json", "-json", "--json=true"); it is how an error found
+// before (or instead of) parsing a command's flags knows to be JSON.
+func jsonArg(args []string) bool {
+	on := false
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, ok := strings.CutPrefix(a, "--")
+		if !ok {
+			name, ok = strings.CutPrefix(a, "-")
+		}
+		if !ok {
+			continue
+		}
+		if name == "json" {
+			on = true
+		} else if v, ok := strings.CutPrefix(name, "json="); ok {
+			on, _ = strconv.ParseBool(v)
+		}
+	}
+	return on
 }
 
-// fail prints err as one line and returns code.
+// errorJSON is an error as a command given --json prints it, on stdout
+// in place of its result.
+type errorJSON struct {
+	Error   string `json:"error"`   // the message, one line
+	Command string `json:"command"` // e.g. "show", "tasks check"; "" for benchctl itself
+	Code    int    `json:"code"`    // the exit status
+}
+
+// usageError prints a one-line usage error and returns exitError.
+func (c *CLI) usageError(cmd, format string, a ...any) int {
+	return c.report(cmd, exitError, fmt.Sprintf(format, a...))
+}
+
+// fail prints err and returns code.
 func (c *CLI) fail(cmd string, code int, err error) int {
-	c.errorLine(cmd, err.Error())
+	return c.report(cmd, code, err.Error())
+}
+
+// report prints an error of cmd that ends it with code: one line on
+// stderr, or, when --json was given, one JSON object (errorJSON) on
+// stdout. Every command's errors go through it.
+func (c *CLI) report(cmd string, code int, msg string) int {
+	if c.jsonErrors {
+		c.printJSON(errorJSON{Error: oneLineMessage(msg), Command: cmd, Code: code})
+		return code
+	}
+	c.errorLine(cmd, msg)
 	return code
 }
 
+// oneLineMessage joins a message's lines with "; " and its spaces.
+func oneLineMessage(msg string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
+}
+
+// errorLine prints msg as one line on stderr, for text output.
 func (c *CLI) errorLine(cmd, msg string) {
-	msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")
+	msg = oneLineMessage(msg)
 	if cmd != "" {
 		fmt.Fprintf(c.Stderr, "benchctl %s: %s\n", cmd, msg)
 	} else {

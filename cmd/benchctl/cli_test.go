@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -106,6 +107,73 @@ func TestParseInterspersed(t *testing.T) {
 				t.Errorf("got socket %q, want %q", c.socket, tt.wantSock)
 			}
 		})
+	}
+}
+
+// TestErrorsJSON: given --json (before the command, after it, or after a
+// bad flag), every kind of error is one JSON object on stdout with the
+// message, the command and the exit status, which is the exit status
+// too; nothing goes to stderr.
+func TestErrorsJSON(t *testing.T) {
+	fx := newFixture(t)
+	d := newFakeDaemon(t, fx)
+	tests := []struct {
+		name    string
+		args    []string
+		command string
+		code    int
+		want    string // in the error
+	}{
+		{"unknown attempt", []string{"show", "a-404", "--json"}, "show", exitError, "no attempt a-404"},
+		{"unknown attempt, global flag", []string{"--json", "log", "a-404"}, "log", exitError, "no attempt a-404"},
+		{"unknown task", []string{"run", "--json", "--task", "rt-99", "--agent", "builtin:null"}, "run", exitError, `unknown task "rt-99"`},
+		{"missing argument", []string{"--json", "show"}, "show", exitError, "missing ATTEMPT"},
+		{"bad flag before --json", []string{"show", "--verbose", "a-1", "--json"}, "show", exitError, "flag provided but not defined: -verbose"},
+		{"bad value", []string{"list", "--limit", "0", "--json"}, "list", exitError, "--limit 0"},
+		{"unknown command", []string{"--json", "frobnicate"}, "", exitError, `unknown command "frobnicate"`},
+		{"no command", []string{"--json"}, "", exitError, "no command given"},
+		{"unknown subcommand", []string{"tasks", "run", "--json"}, "tasks", exitError, `unknown subcommand "run"`},
+		{"unreadable archive", []string{"verify", "--json", filepath.Join(t.TempDir(), "none.tar")}, "verify", exitError, "none.tar"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, d.Socket, nil, false, tt.args...)
+			if code != tt.code || stderr != "" {
+				t.Errorf("got exit %d, stderr %q; want %d and nothing on stderr", code, stderr, tt.code)
+			}
+			var e errorJSON
+			dec := json.NewDecoder(strings.NewReader(stdout))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&e); err != nil || dec.More() {
+				t.Fatalf("stdout is not one error object (%v):\n%s", err, stdout)
+			}
+			if e.Command != tt.command || e.Code != code || !strings.Contains(e.Error, tt.want) || strings.Contains(e.Error, "\n") {
+				t.Errorf("got %+v, want command %q, code %d, an error of one line with %q", e, tt.command, code, tt.want)
+			}
+		})
+	}
+	// cancel of several attempts, one refused: one object with the error
+	// and the attempts canceled.
+	d.mu.Lock()
+	d.attempts["a-run"] = attemptWith(fx, "a-run", func(a *apitype.Attempt) { a.State, a.Finished = apitype.StateRunning, nil })
+	d.mu.Unlock()
+	code, stdout, stderr := runCLI(t, d.Socket, nil, false, "cancel", "a-1", "a-run", "--json")
+	var ce struct {
+		errorJSON
+		Attempts []apitype.Attempt `json:"attempts"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &ce); err != nil || code != exitError || stderr != "" {
+		t.Fatalf("cancel: got exit %d, %v, stderr %q:\n%s", code, err, stderr, stdout)
+	}
+	if ce.Code != exitError || ce.Command != "cancel" || !strings.Contains(ce.Error, "a-1: attempt a-1 has finished") ||
+		len(ce.Attempts) != 1 || ce.Attempts[0].ID != "a-run" || ce.Attempts[0].State != apitype.StateCanceled {
+		t.Errorf("cancel: got %+v, want the error of a-1 and a-run canceled", ce)
+	}
+
+	// --json=false is text again.
+	code, stdout, stderr = runCLI(t, d.Socket, nil, false, "--json", "show", "a-404", "--json=false")
+	if code != exitError || stdout != "" || stderr != "benchctl show: no attempt a-404\n" {
+		t.Errorf("--json=false: got exit %d, stdout %q, stderr %q; want the error as text", code, stdout, stderr)
 	}
 }
 
@@ -414,6 +482,57 @@ func TestShow(t *testing.T) {
 	}
 	if a.JournalHead != fx.attempt.JournalHead || len(a.Changeset) != 2 {
 		t.Errorf("got %+v, want the fixture's attempt", a)
+	}
+}
+
+// TestShowExit: show answers with the attempt's verdict, as run does: 0
+// a pass, 1 a fail, a verdict left to review or a canceled attempt, 2 an
+// infra error or an attempt not ended yet; with --json too.
+func TestShowExit(t *testing.T) {
+	fx := newFixture(t)
+	d := newFakeDaemon(t, fx)
+	tests := []struct {
+		id     string
+		change func(*apitype.Attempt)
+		want   int
+	}{
+		{"a-pass", func(*apitype.Attempt) {}, exitOK},
+		{"a-fail", func(a *apitype.Attempt) {
+			a.Pass, a.Reward, a.Reasons = false, 0, []apitype.Reason{{Code: "tests_failed", Message: "1 test failed"}}
+		}, exitNo},
+		{"a-review", func(a *apitype.Attempt) {
+			a.Pass, a.Outcome, a.Reasons = false, apitype.OutcomeReview, []apitype.Reason{{Code: "needs_review", Message: "hedged"}}
+		}, exitNo},
+		{"a-reviewed-pass", func(a *apitype.Attempt) {
+			a.Pass, a.Outcome = true, apitype.OutcomePass
+			a.Review = &apitype.Review{Outcome: apitype.OutcomePass, Why: "fine", UID: 1000}
+		}, exitOK},
+		{"a-canceled", func(a *apitype.Attempt) { a.State, a.Pass = apitype.StateCanceled, false }, exitNo},
+		{"a-infra", func(a *apitype.Attempt) {
+			a.State, a.Pass, a.InfraError = apitype.StateInfraError, false, "unable to mount: ENODEV"
+		}, exitError},
+		{"a-running", func(a *apitype.Attempt) { a.State, a.Pass, a.Finished = apitype.StateRunning, false, nil }, exitError},
+		{"a-queued", func(a *apitype.Attempt) {
+			a.State, a.Pass, a.Started, a.Finished = apitype.StateQueued, false, nil, nil
+		}, exitError},
+	}
+	d.mu.Lock()
+	for _, tt := range tests {
+		d.attempts[tt.id] = attemptWith(fx, tt.id, tt.change)
+	}
+	d.mu.Unlock()
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			for _, args := range [][]string{{"show", tt.id}, {"show", "--json", tt.id}} {
+				code, stdout, stderr := runCLI(t, d.Socket, nil, false, args...)
+				if code != tt.want {
+					t.Errorf("%q: got exit %d, want %d (stderr %q)", args, code, tt.want, stderr)
+				}
+				if !strings.Contains(stdout, tt.id) || stderr != "" {
+					t.Errorf("%q: got stdout %q, stderr %q; want the attempt shown and no error", args, stdout, stderr)
+				}
+			}
+		})
 	}
 }
 

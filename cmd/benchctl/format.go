@@ -57,6 +57,24 @@ func verdict(a apitype.Attempt) string {
 	return a.State
 }
 
+// verdictExit is the exit status an attempt's verdict answers with, the
+// one rule of show and run: exitOK for a pass; exitNo for a fail, a
+// verdict left to review (not a pass until someone decides it) and a
+// canceled attempt (it did not pass); exitError for an infra error and
+// for an attempt still queued or running (no answer, or none yet).
+func verdictExit(a apitype.Attempt) int {
+	switch a.State {
+	case apitype.StateDone:
+		if a.Pass && !a.Unresolved() {
+			return exitOK
+		}
+		return exitNo
+	case apitype.StateCanceled:
+		return exitNo
+	}
+	return exitError
+}
+
 // finished reports whether an attempt will not change any more.
 func finished(a apitype.Attempt) bool {
 	switch a.State {

@@ -54,7 +54,7 @@ func (c *CLI) cmdLibrary(ctx context.Context, args []string) int {
 // and writes a manifest with the changeset each one made.
 func (c *CLI) cmdLibraryIndex(ctx context.Context, args []string) int {
 	f := c.newFlags("library index")
-	dir := f.String("tasks", "", "the `DIR` of task bundles (default benchd's: $BENCHD_TASKS, else the installed ones)")
+	dir := f.String("tasks", "", "the `DIR` of task bundles (default benchd's own, as benchctl status shows it)")
 	out := f.String("o", "", "write the manifest to `FILE` (- for stdout)")
 	pos, code, ok := c.parse(f, args)
 	if !ok {
@@ -67,7 +67,11 @@ func (c *CLI) cmdLibraryIndex(ctx context.Context, args []string) int {
 		return c.usageError("library index", "missing -o FILE")
 	}
 	if *dir == "" {
-		*dir = tasks.DefaultDir()
+		d, err := c.daemonTasksDir(ctx)
+		if err != nil {
+			return c.fail("library index", exitError, err)
+		}
+		*dir = d
 	}
 	bundles, err := tasks.LoadAll(*dir)
 	if err != nil {
@@ -123,6 +127,21 @@ func (c *CLI) cmdLibraryIndex(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintf(c.Stdout, "%d bundle(s) indexed into %s (library %s)\n", len(entries), *out, res.LibraryHash)
 	return exitOK
+}
+
+// daemonTasksDir is the directory of the bundles benchd runs, which is
+// where library index reads them by default: the references it records
+// are benchd's runs of those bundles. A benchd that does not say falls
+// back to tasks.DefaultDir.
+func (c *CLI) daemonTasksDir(ctx context.Context) (string, error) {
+	st, err := c.api().Status(ctx)
+	if err != nil {
+		return "", fmt.Errorf("unable to ask benchd where its tasks are (or give --tasks DIR): %w", err)
+	}
+	if st.Tasks == "" {
+		return tasks.DefaultDir(), nil
+	}
+	return st.Tasks, nil
 }
 
 // referenceAttempt runs builtin:reference on task once and returns the

@@ -71,6 +71,10 @@ func newReferenceDaemon(t *testing.T, changes map[string][]apitype.Change, faili
 		a, _ := get(r.PathValue("id"))
 		json.NewEncoder(w).Encode(apitype.Event{Attempt: a.ID, State: a.State, Done: true, Final: &a})
 	})
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		abs, _ := filepath.Abs(builtinTasks)
+		json.NewEncoder(w).Encode(apitype.Status{Version: "test", Tasks: abs})
+	})
 	l, err := net.Listen("unix", d.Socket)
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +173,33 @@ func TestLibraryIndex(t *testing.T) {
 			t.Errorf("got %+v, want %d tasks written to %s", m, len(bundles), out)
 		}
 	})
+}
+
+// TestLibraryIndexDefaultTasks: without --tasks, library index reads the
+// bundles benchd runs (the directory its status names), as the README's
+// "library index -o FILE" does.
+func TestLibraryIndexDefaultTasks(t *testing.T) {
+	bundles, changes := builtinChanges(t)
+	d := newReferenceDaemon(t, changes, nil)
+	out := filepath.Join(t.TempDir(), "builtin.toml")
+	code, stdout, stderr := runCLI(t, d.Socket, nil, false, "library", "index", "-o", out)
+	if code != exitOK {
+		t.Fatalf("got exit %d, want 0 (stderr %q)", code, stderr)
+	}
+	if !strings.Contains(stdout, fmt.Sprintf("%d bundle(s) indexed", len(bundles))) {
+		t.Errorf("got stdout\n%s\nwant the count of bundles", stdout)
+	}
+	abs, _ := filepath.Abs(builtinTasks)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "the bundles in "+abs) {
+		t.Errorf("got manifest\n%s\nwant it to name benchd's tasks dir %s", b, abs)
+	}
+	if _, err := draw.Load(draw.LoadConfig{Manifests: []string{out}, TasksDir: builtinTasks}); err != nil {
+		t.Errorf("the manifest written does not load with its bundles: %v", err)
+	}
 }
 
 func TestLibraryIndexFailures(t *testing.T) {

@@ -28,19 +28,28 @@
 //	library show --library L [--tasks DIR]                               (offline)
 //	board, scorecard, model-replay: see benchctl help
 //
+// ATTEMPT is an attempt's id, a unique prefix of it (at least 4
+// characters after "a-", which may be left out) or latest, the newest;
+// benchd resolves it.
+//
 // The socket is --socket, else $BENCHD_SOCKET, else /run/benchd/benchd.sock.
 // Every command takes --json (before or after the command), which prints
-// one JSON object on stdout.
-// Errors are one line on stderr.
+// one JSON object on stdout (model-replay: JSON lines, its address first,
+// then one per request).
+// Errors are one line on stderr; with --json, one JSON object on stdout
+// instead, {"error": MESSAGE, "command": NAME, "code": EXIT}, where code
+// is the exit status.
 //
 // Exit status: 0 when the answer is yes (every attempt passed, the archive
 // verifies, every task check matched, a regrade gave the same verdict);
-// 1 when it is no (an attempt failed or is left to review, the archive
-// or journal does not verify, a check or a regrade differs, a run has
-// nothing to retry); 2 when there is no answer (bad
+// 1 when it is no (an attempt failed, is left to review or was canceled,
+// the archive or journal does not verify, a check or a regrade differs, a
+// run has nothing to retry); 2 when there is no answer (bad
 // usage, benchd unreachable or refusing the request, an infra error of an
-// attempt, an interrupted run); 3 from verify when every check passed but
-// no --key was given, so the signer was not checked.
+// attempt, an attempt still queued or running, an interrupted run); 3 from
+// verify when every check passed but no --key was given, so the signer was
+// not checked. show and run (without --detach) answer with the verdict
+// this way, run with the worst of its attempts'.
 //
 // The whole CLI lives in this package: main only wires the process
 // (arguments, environment, signals, whether stdout is a terminal) into

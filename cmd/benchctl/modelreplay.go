@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -19,9 +20,18 @@ func init() {
 		"serve a scripted model session (OpenAI Responses, Chat Completions, Anthropic Messages) to dry-run an agent's set-up", (*CLI).cmdModelReplay})
 }
 
+// modelReplayListening is the first line model-replay --json prints.
+type modelReplayListening struct {
+	Listening string `json:"listening"` // host:port
+	URL       string `json:"url"`       // the base URL to give an agent
+	Script    string `json:"script"`
+	Log       string `json:"log,omitempty"` // the request log's file, if not stdout
+}
+
 // cmdModelReplay serves a modelfake script until ctx ends. It prints the
-// address it listens on, then one JSON line per request (to --log FILE
-// instead when given).
+// address it listens on (on stderr, or with --json as a JSON line on
+// stdout), then one JSON line per request (to --log FILE instead when
+// given).
 func (c *CLI) cmdModelReplay(ctx context.Context, args []string) int {
 	f := c.newFlags("model-replay")
 	script := f.String("script", "", "the session script (JSON; see package modelfake)")
@@ -58,7 +68,16 @@ func (c *CLI) cmdModelReplay(ctx context.Context, args []string) int {
 	if err != nil {
 		return c.fail("model-replay", exitError, err)
 	}
-	fmt.Fprintf(c.Stderr, "benchctl model-replay: listening on http://%s\n", ln.Addr())
+	if f.json {
+		b, err := json.Marshal(modelReplayListening{Listening: ln.Addr().String(), URL: "http://" + ln.Addr().String(), Script: *script, Log: *logFile})
+		if err != nil {
+			ln.Close()
+			return c.fail("model-replay", exitError, err)
+		}
+		fmt.Fprintf(c.Stdout, "%s\n", b)
+	} else {
+		fmt.Fprintf(c.Stderr, "benchctl model-replay: listening on http://%s\n", ln.Addr())
+	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -126,3 +126,69 @@ func TestModelReplayErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestModelReplayJSON: with --json, model-replay prints only JSON on
+// stdout: a first line with the address, then the request log's lines,
+// and nothing on stderr.
+func TestModelReplayJSON(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "s.json")
+	if err := os.WriteFile(script, []byte(`{"steps":[{"final":"done here"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout := &addrWriter{lines: make(chan string, 1)}
+	var stderr bytes.Buffer
+	c := &CLI{Stdout: stdout, Stderr: &stderr}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- c.Run(ctx, []string{"--json", "model-replay", "--script", script})
+	}()
+	var line string
+	select {
+	case line = <-stdout.lines:
+	case code := <-done:
+		t.Fatalf("model-replay exited %d: %s", code, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("model-replay printed no address")
+	}
+	var first modelReplayListening
+	if err := json.Unmarshal([]byte(line), &first); err != nil {
+		t.Fatalf("first line %q is not JSON: %v", line, err)
+	}
+	if !strings.HasPrefix(first.URL, "http://127.0.0.1:") || first.URL != "http://"+first.Listening || first.Script != script {
+		t.Fatalf("got %+v, want the address and the script", first)
+	}
+	resp, err := http.Post(first.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("exit status after cancel: got %d, want 0", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("model-replay did not stop")
+	}
+	stdout.mu.Lock()
+	out := stdout.buf.String()
+	stdout.mu.Unlock()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got stdout %q, want the address line and one request line", out)
+	}
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("stdout line %q is not JSON", l)
+		}
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("got stderr %q, want nothing with --json", stderr.String())
+	}
+}

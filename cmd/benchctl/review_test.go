@@ -22,18 +22,19 @@ func unresolved(fx *fixture, id string) apitype.Attempt {
 }
 
 // TestShowListReview: an attempt left to review is REVIEW in show and
-// list, and "pass": null with its outcome in JSON.
+// list, and "pass": null with its outcome in JSON; show exits 1 for it
+// (not a pass until someone decides it).
 func TestShowListReview(t *testing.T) {
 	fx := newFixture(t)
 	d := newFakeDaemon(t, fx)
 	d.attempts["a-9"] = unresolved(fx, "a-9")
 	code, stdout, _ := runCLI(t, d.Socket, nil, false, "show", "a-9")
-	if code != exitOK || !strings.Contains(stdout, "verdict       REVIEW (left to review: neither passed nor failed; benchctl review a-9") ||
+	if code != exitNo || !strings.Contains(stdout, "verdict       REVIEW (left to review: neither passed nor failed; benchctl review a-9") ||
 		!strings.Contains(stdout, "needs_review: the claim is hedged") {
 		t.Errorf("show: got exit %d\n%s\nwant REVIEW and its reason", code, stdout)
 	}
 	code, stdout, _ = runCLI(t, d.Socket, nil, false, "show", "--json", "a-9")
-	if code != exitOK || !strings.Contains(stdout, `"pass": null`) || !strings.Contains(stdout, `"outcome": "review"`) {
+	if code != exitNo || !strings.Contains(stdout, `"pass": null`) || !strings.Contains(stdout, `"outcome": "review"`) {
 		t.Errorf("show --json: got exit %d\n%s\nwant pass null and outcome review", code, stdout)
 	}
 	code, stdout, _ = runCLI(t, d.Socket, nil, false, "list", "--task", "rt-06")

@@ -173,20 +173,19 @@ func (c *CLI) printDetached(ctx context.Context, asJSON bool, run apitype.Run) i
 	return exitOK
 }
 
-// printRun prints the verdicts and returns the exit status.
+// printRun prints the verdicts and returns the exit status: the worst
+// verdictExit of the attempts.
 func (c *CLI) printRun(asJSON bool, run apitype.Run, as []apitype.Attempt) int {
 	pass := len(as) > 0
 	code := exitOK
 	for _, a := range as {
-		if !(a.State == apitype.StateDone && a.Pass) {
+		// The worst of the attempts' answers: an infra error (2) over a
+		// fail (1) over a pass (0).
+		ac := verdictExit(a)
+		if ac != exitOK {
 			pass = false
-			if code == exitOK {
-				code = exitNo
-			}
 		}
-		if a.State == apitype.StateInfraError {
-			code = exitError
-		}
+		code = max(code, ac)
 	}
 	if asJSON {
 		c.printJSON(runResult{Run: run.ID, Task: run.Task, Agent: run.Agent, Pass: pass, Attempts: normalizeAll(as)})

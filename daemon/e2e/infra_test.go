@@ -105,8 +105,8 @@ func TestDeadGateway(t *testing.T) {
 		t.Errorf("run's attempts: got %v, want %s then its retry %s", got.Attempts, as[0].ID, as[1].ID)
 	}
 	out, code := runBenchctl(t, nil, "show", as[0].ID)
-	if code != 0 || !strings.Contains(out, "retried by") || !strings.Contains(out, as[1].ID) {
-		t.Errorf("show %s: exit %d, want it to name its retry %s:\n%s", as[0].ID, code, as[1].ID, out)
+	if code != 2 || !strings.Contains(out, "retried by") || !strings.Contains(out, as[1].ID) {
+		t.Errorf("show %s: exit %d, want 2 (an infra error) and it to name its retry %s:\n%s", as[0].ID, code, as[1].ID, out)
 	}
 }
 

@@ -43,8 +43,8 @@ func TestReview(t *testing.T) {
 	}
 	out, code = runBenchctl(t, nil, "show", "--json", id)
 	var shown map[string]json.RawMessage
-	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil {
-		t.Fatalf("show --json: exit %d\n%s", code, out)
+	if code != 1 || json.Unmarshal([]byte(out), &shown) != nil {
+		t.Fatalf("show --json: exit %d (want 1: left to review is not a pass)\n%s", code, out)
 	}
 	if string(shown["pass"]) != "null" || string(shown["outcome"]) != `"review"` {
 		t.Errorf("show --json: got pass %s outcome %s, want null and \"review\"", shown["pass"], shown["outcome"])

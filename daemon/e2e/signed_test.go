@@ -269,8 +269,8 @@ func TestNoVerdictYet(t *testing.T) {
 	}
 	out, code = runBenchctl(t, nil, "show", "--json", id)
 	var shown map[string]json.RawMessage
-	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil {
-		t.Fatalf("show --json: exit %d\n%s", code, out)
+	if code != 1 || json.Unmarshal([]byte(out), &shown) != nil {
+		t.Fatalf("show --json: exit %d (want 1: a canceled attempt did not pass)\n%s", code, out)
 	}
 	if string(shown["state"]) != `"canceled"` {
 		t.Fatalf("show --json: got state %s, want canceled", shown["state"])

@@ -135,6 +135,13 @@ func resolveAgent(spec string, task *tasks.Task, env []string, in *agents.Input)
 	}
 	exe, err := lookPath(argv[0], path)
 	if err != nil {
+		if !strings.Contains(argv[0], "/") {
+			// A bare name may be a misspelt preset as well as a command.
+			return agent{}, fmt.Errorf("%w: agent command %q: %w; nor is it an agent preset: %s", ErrInvalid, argv[0], err, knownAgents(task))
+		}
+		return agent{}, fmt.Errorf("%w: agent command %q: %w", ErrInvalid, argv[0], err)
+	}
+	if err := shownExe(exe); err != nil {
 		return agent{}, fmt.Errorf("%w: agent command %q: %w", ErrInvalid, argv[0], err)
 	}
 	sum, err := journal.HashFile(exe)
@@ -143,6 +150,53 @@ func resolveAgent(spec string, task *tasks.Task, env []string, in *agents.Input)
 	}
 	id.Exe, id.SHA256, id.Args = exe, sum, argv[1:]
 	return agent{id: id, argv: append([]string{exe}, argv[1:]...)}, nil
+}
+
+// shownExe checks that a command agent's executable, found on the host,
+// is there inside the sandbox too: the sandbox's root is an allow-list
+// of the host's trees (sandbox.Shows), and a command line has no binds,
+// so a program elsewhere (/tmp, /home, /root, /opt, /usr/local) would
+// pass here and then fail to start in every attempt. A link is followed:
+// its target must be shown as well.
+func shownExe(exe string) error {
+	real, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{exe, real} {
+		if !sandbox.Shows(p, nil) {
+			what := exe
+			if p != exe {
+				what = exe + " (a link to " + real + ")"
+			}
+			return fmt.Errorf("%s is outside what the sandbox shows of the host, %s, so the agent could not start: "+
+				"install it under /usr (e.g. /usr/bin), or write an agent preset whose binds name its tree (docs/agents.md; presets go in %s)",
+				what, sandbox.ShownTrees(), strings.Join(agents.DefaultDirs(), " or "))
+		}
+	}
+	return nil
+}
+
+// knownAgents names what --agent takes besides a command line: the
+// presets (built in and from the preset directories) and the built-in
+// agents, with task's known attempts.
+func knownAgents(task *tasks.Task) string {
+	var presets []string
+	if list, err := agents.List(agents.DefaultDirs()); err == nil {
+		for _, p := range list {
+			presets = append(presets, p.Name)
+		}
+	} else {
+		presets = agents.Builtin()
+	}
+	builtins := []string{apitype.AgentReference, apitype.AgentNull}
+	for _, at := range task.Attempts {
+		if at.Name != "reference" {
+			builtins = append(builtins, apitype.AgentAttemptPrefix+at.Name)
+		}
+	}
+	return fmt.Sprintf("the presets are %s (more in %s); the built-in agents are %s",
+		strings.Join(presets, ", "), strings.Join(agents.DefaultDirs(), " or "), strings.Join(builtins, ", "))
 }
 
 // presetAgent resolves an agent preset. Its identity is the preset's

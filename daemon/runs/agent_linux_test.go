@@ -6,11 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"benchd.dev/agents"
 	"benchd.dev/client/apitype"
 	"benchd.dev/graders"
+	"benchd.dev/sandbox"
 	"benchd.dev/tasks"
 )
 
@@ -86,12 +89,14 @@ func TestResolveAgent(t *testing.T) {
 		{"unknown attempt", apitype.AgentAttemptPrefix + "nope", true, nil},
 		{"reference as attempt", apitype.AgentAttemptPrefix + "reference", true, nil},
 		{"unknown builtin", "builtin:magic", true, nil},
-		{"script", script + " --plan {plan}", false, func(t *testing.T, id apitype.AgentIdentity) {
-			sum, _ := journal.HashFile(script)
-			if id.Exe != script || id.SHA256 != sum || !slices.Equal(id.Args, []string{"--plan", "{plan}"}) {
-				t.Errorf("got %+v, want the script, its hash and its args", id)
+		{"absolute path", "/bin/sh --plan {plan}", false, func(t *testing.T, id apitype.AgentIdentity) {
+			sum, _ := journal.HashFile("/bin/sh")
+			if id.Exe != "/bin/sh" || id.SHA256 != sum || !slices.Equal(id.Args, []string{"--plan", "{plan}"}) {
+				t.Errorf("got %+v, want the program, its hash and its args", id)
 			}
 		}},
+		// The sandbox does not show the temp dir (TestAgentOutsideSandbox).
+		{"script outside the sandbox", script + " --plan {plan}", true, nil},
 		{"bare name", "sh -c true", false, func(t *testing.T, id apitype.AgentIdentity) {
 			if !filepath.IsAbs(id.Exe) || filepath.Base(id.Exe) != "sh" {
 				t.Errorf("got exe %q, want an absolute path to sh", id.Exe)
@@ -280,4 +285,82 @@ func TestRunRefusesBadSpecs(t *testing.T) {
 			t.Errorf("got %v, want ErrConflict", err)
 		}
 	})
+}
+
+// TestUnknownAgentListsPresets: an agent that is neither a preset nor a
+// command found is refused with what --agent does take: the presets and
+// the built-in agents.
+func TestUnknownAgentListsPresets(t *testing.T) {
+	task := testTask(t)
+	e := &Engine{}
+	for _, spec := range []string{"codx", "claud --print"} {
+		_, err := e.ResolveAgent(spec, task)
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("%q: got %v, want an error wrapping ErrInvalid", spec, err)
+		}
+		for _, w := range append(agents.Builtin(), "not found in PATH", "nor is it an agent preset", apitype.AgentReference, apitype.AgentNull, apitype.AgentAttemptPrefix+"edits-tests") {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%q: got %q, want it to name %q", spec, err, w)
+			}
+		}
+	}
+	// A path names no preset: its error stays about the path.
+	_, err := e.ResolveAgent("/no/such/agent", task)
+	if err == nil || strings.Contains(err.Error(), "preset") {
+		t.Errorf("an absolute path: got %v, want an error without the presets", err)
+	}
+}
+
+// TestAgentOutsideSandbox: a command agent whose executable the sandbox
+// does not show (a script in a temp dir, a link to one from a shown
+// tree's name) is refused when it is checked, saying why and what to
+// do, instead of passing and then failing to start in every attempt.
+func TestAgentOutsideSandbox(t *testing.T) {
+	task := testTask(t)
+	e := &Engine{}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "agent.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "sh-link")
+	if err := os.Symlink("/bin/sh", link); err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{script, script + " --plan {plan}", link} {
+		_, err := e.CheckAgent(Spec{Task: task, Agent: spec})
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("%q: got %v, want an error wrapping ErrInvalid", spec, err)
+		}
+		for _, w := range []string{"outside what the sandbox shows", "/usr, /bin", "not /usr/local", "install it under /usr", "binds"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%q: got %q, want it to say %q", spec, err, w)
+			}
+		}
+	}
+	// A bare name found in a shown tree passes.
+	if _, err := e.CheckAgent(Spec{Task: task, Agent: "sh -c true"}); err != nil {
+		t.Errorf("sh: got %v, want none", err)
+	}
+	for _, tc := range []struct {
+		p     string
+		binds []string
+		want  bool
+	}{
+		{"/usr/bin/python3", nil, true},
+		{"/bin/sh", nil, true},
+		{"/lib64/ld-linux-x86-64.so.2", nil, true},
+		{"/usr/local/bin/agent", nil, false},
+		{"/usr/local/bin/agent", []string{"/usr/local"}, true},
+		{"/opt/benchd-agents/bin/codex", []string{"/opt/benchd-agents"}, true},
+		{"/opt/benchd-agents-2/bin/x", []string{"/opt/benchd-agents"}, false},
+		{"/tmp/agent.sh", nil, false},
+		{"/home/u/agent", nil, false},
+		{"/root/agent", nil, false},
+		{"/usrx/agent", nil, false},
+	} {
+		if got := sandbox.Shows(tc.p, tc.binds); got != tc.want {
+			t.Errorf("Shows(%q, %q): got %v, want %v", tc.p, tc.binds, got, tc.want)
+		}
+	}
 }

@@ -240,6 +240,35 @@ func (s *Store) GetAttempt(ctx context.Context, id string) (apitype.Attempt, err
 	return a, nil
 }
 
+// AttemptIDs returns the ids of the attempts whose id starts with
+// prefix, newest first, at most limit of them (limit >= 1); an empty
+// prefix matches every attempt, so AttemptIDs(ctx, "", 1) is the newest.
+func (s *Store) AttemptIDs(ctx context.Context, prefix string, limit int) ([]string, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("unable to look up attempt ids: %w: limit %d", ErrInvalid, limit)
+	}
+	// Ids are ASCII: every one that starts with prefix sorts from prefix
+	// to prefix+"\x7f", which the id's index answers.
+	rows, err := s.r.QueryContext(ctx, `SELECT id FROM attempts WHERE id >= ? AND id < ? ORDER BY created DESC, n DESC LIMIT ?`,
+		prefix, prefix+"\x7f", limit)
+	if err != nil {
+		return nil, fmt.Errorf("unable to look up attempt ids: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("unable to look up attempt ids: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("unable to look up attempt ids: %w", err)
+	}
+	return ids, nil
+}
+
 // Filter selects attempts for ListAttempts. Zero fields select all.
 type Filter struct {
 	Run    string   // attempts of this run
