@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"benchd.dev/client/apitype"
+	"benchd.dev/daemon/runs"
 	"benchd.dev/daemon/store"
 	"benchd.dev/fsmon/journal"
 	"benchd.dev/tasks"
@@ -68,9 +69,17 @@ func recoverJournals(ctx context.Context, st *store.Store, cfg Config, log *slog
 // ended attempt a.
 func sealLeftJournal(ctx context.Context, st *store.Store, cfg Config, a apitype.Attempt, jpath string, log *slog.Logger) error {
 	// The backing directory is benchd's: only the view wrote it, and
-	// Cleanup has ended every process that used the view.
+	// Cleanup has ended every process that used the view and unmounted
+	// the attempt's disk, which is mounted again, read-only, to read it.
 	backing := filepath.Join(filepath.Dir(jpath), "backing")
+	unmount, err := runs.MountDiskReadOnly(filepath.Dir(jpath))
+	if err != nil {
+		return err
+	}
 	res, err := journal.Recover(jpath, backing, sealedAtStart, time.Now())
+	if uerr := unmount(); err == nil && uerr != nil {
+		return uerr
+	}
 	if err != nil {
 		return err
 	}

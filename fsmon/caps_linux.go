@@ -118,6 +118,17 @@ func (v *View) hitCap(ctx context.Context, r journal.Record, cap string, errno s
 	return errno
 }
 
+// NoteCap journals that the workspace hit a cap the view does not
+// enforce itself, as a refusal at one of its own caps is journaled: a cap
+// record naming cap with errno as its result (and no path: the view did
+// not see the failed operation), once per cap, and the cap in
+// Stats.Caps. benchd calls it with journal.CapStorage when the file
+// system holding the backing directory is full at the agent's end. Call
+// it before Unmount.
+func (v *View) NoteCap(cap string, errno syscall.Errno) {
+	v.hitCap(context.Background(), journal.Record{}, cap, errno)
+}
+
 // admit decides a mutating operation on the given paths, in this order:
 // at the records cap it is refused with ENOSPC; then the edit policy
 // decides (a refusal is EACCES, journaled as denied; after a journal

@@ -25,7 +25,7 @@ const (
 	CodeNonStdlib  = "non_stdlib_import"  // changed Python imports a module outside the standard library
 	CodeNoReward   = "no_reward"          // the kind gave reward 0 without a reason of its own
 	CodeGraderOOM  = "grader_oom"         // a grader command (the agent's code ran there) hit the task's memory limit
-	CodeCap        = "workspace_cap"      // the agent hit a cap of the workspace view (files, journal records, blob bytes)
+	CodeCap        = "workspace_cap"      // the agent hit a cap of the workspace view (files, journal records, blob bytes) or filled its disk (storage_mb)
 )
 
 // ErrUnknownKind: the task names a grader kind no file registered.
@@ -354,13 +354,21 @@ func withDenied(in Input, reasons []Reason) []Reason {
 }
 
 // withCaps adds the rule on the view's caps: an attempt that hit any
-// (in.Caps) fails with workspace_cap, whatever its tree.
+// (in.Caps) fails with workspace_cap, whatever its tree. The storage cap
+// (journal.CapStorage: the attempt's disk was full) is one of them.
 func withCaps(in Input, reasons []Reason) []Reason {
 	if len(in.Caps) == 0 {
 		return reasons
 	}
+	names := make([]string, 0, len(in.Caps))
+	for _, c := range in.Caps {
+		if c == journal.CapStorage {
+			c += " (the attempt's disk of [environment] storage_mb was full: writes past it failed with ENOSPC)"
+		}
+		names = append(names, c)
+	}
 	return append(reasons, Reason{CodeCap, fmt.Sprintf(
-		"the agent hit the workspace's cap on %s; operations past it were refused (see the journal's cap records)", strings.Join(in.Caps, ", "))})
+		"the agent hit the workspace's cap on %s; operations past it were refused (see the journal's cap records)", strings.Join(names, ", "))})
 }
 
 // deniedChanges lists the changes the policy denies, as "path (kind)".

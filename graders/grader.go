@@ -205,7 +205,7 @@ type Input struct {
 	// (journal records); any is wrong_files.
 	Denied int64
 	// Caps names the workspace caps the attempt hit (the view's cap
-	// records: files, records, blob_bytes); any is workspace_cap.
+	// records: files, records, blob_bytes, storage); any is workspace_cap.
 	Caps         []string
 	FinalMessage string // the agent's final message, if it has one
 	// ScratchRoot is where graders make their scratch directories; ""

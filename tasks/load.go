@@ -106,7 +106,8 @@ type manifest struct {
 	} `toml:"verifier"`
 	Environment struct {
 		MemoryMB      int      `toml:"memory_mb"`
-		CPUs          any      `toml:"cpus"` // checked by cpus: a number
+		CPUs          any      `toml:"cpus"`       // checked by cpus: a number
+		StorageMB     any      `toml:"storage_mb"` // checked by storageMB: an integer
 		AllowInternet bool     `toml:"allow_internet"`
 		Binds         []string `toml:"binds"`
 	} `toml:"environment"`
@@ -204,6 +205,9 @@ func load(dir string) (*Task, error) {
 	if t.CPUs, err = cpus(m.Environment.CPUs); err != nil {
 		return nil, err
 	}
+	if t.StorageMB, err = storageMB(m.Environment.StorageMB); err != nil {
+		return nil, err
+	}
 	for _, b := range t.Binds {
 		if !filepath.IsAbs(b) || filepath.Clean(b) != b || b == "/" {
 			return nil, invalidf("[environment] binds %q: want an absolute, clean host path other than /", b)
@@ -276,6 +280,33 @@ func cpus(v any) (float64, error) {
 		return 0, invalidf("[environment] cpus %v: want %v to %v CPUs", n, MinCPUs, MaxCPUs)
 	}
 	return n, nil
+}
+
+// The range and default of [environment] storage_mb, in MiB: below 16
+// MiB an ext4 file system's own metadata takes a good part of the disk;
+// 1 TiB is more than any task's workspace needs, and the sparse image
+// still takes only what is written.
+const (
+	MinStorageMB     = 16
+	MaxStorageMB     = 1 << 20
+	DefaultStorageMB = 1024
+)
+
+// storageMB checks the value of [environment] storage_mb: absent
+// (DefaultStorageMB), or an integer number of MiB from MinStorageMB to
+// MaxStorageMB.
+func storageMB(v any) (int64, error) {
+	switch x := v.(type) {
+	case nil:
+		return DefaultStorageMB, nil
+	case int64:
+		if x < MinStorageMB || x > MaxStorageMB {
+			return 0, invalidf("[environment] storage_mb %d: want %d to %d MiB", x, MinStorageMB, MaxStorageMB)
+		}
+		return x, nil
+	default:
+		return 0, invalidf("[environment] storage_mb %#v: want an integer number of MiB", v)
+	}
 }
 
 func graderSpec(raw map[string]any) (GraderSpec, error) {

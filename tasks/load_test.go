@@ -151,6 +151,31 @@ func TestLoadCPUs(t *testing.T) {
 	}
 }
 
+// TestLoadStorageMB: [environment] storage_mb is an integer number of
+// MiB; absent, it is DefaultStorageMB.
+func TestLoadStorageMB(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want int64
+	}{
+		{"", DefaultStorageMB},
+		{"storage_mb = 16", 16},
+		{"storage_mb = 2048", 2048},
+		{"storage_mb = 1048576", MaxStorageMB},
+	} {
+		t.Run(tt.line, func(t *testing.T) {
+			m := strings.Replace(validManifest, "memory_mb = 512", "memory_mb = 512\n"+tt.line, 1)
+			task, err := Load(writeBundle(t, map[string]string{"task.toml": m}))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if task.StorageMB != tt.want {
+				t.Errorf("got StorageMB %v, want %v", task.StorageMB, tt.want)
+			}
+		})
+	}
+}
+
 func TestLoadDefaultsAndParamsTable(t *testing.T) {
 	m := strings.Replace(validManifest, "[agent]\ntimeout_sec = 300\n", "", 1)
 	m = strings.Replace(m, "public = [\"tests/test_public.py\"]\nhidden = [\"test_hidden.py\"]\n",
@@ -192,6 +217,12 @@ func TestLoadInvalid(t *testing.T) {
 		{"too many cpus", repl("memory_mb = 512", "memory_mb = 512\ncpus = 5000"), "[environment] cpus 5000: "},
 		{"nan cpus", repl("memory_mb = 512", "memory_mb = 512\ncpus = nan"), "[environment] cpus NaN: "},
 		{"cpus a string", repl("memory_mb = 512", "memory_mb = 512\ncpus = \"two\""), `[environment] cpus "two": want a number`},
+		{"zero storage", repl("memory_mb = 512", "memory_mb = 512\nstorage_mb = 0"), "[environment] storage_mb 0: want 16 to 1048576 MiB"},
+		{"negative storage", repl("memory_mb = 512", "memory_mb = 512\nstorage_mb = -64"), "[environment] storage_mb -64: "},
+		{"too little storage", repl("memory_mb = 512", "memory_mb = 512\nstorage_mb = 15"), "[environment] storage_mb 15: "},
+		{"too much storage", repl("memory_mb = 512", "memory_mb = 512\nstorage_mb = 1048577"), "[environment] storage_mb 1048577: "},
+		{"fractional storage", repl("memory_mb = 512", "memory_mb = 512\nstorage_mb = 1.5"), "[environment] storage_mb 1.5: want an integer"},
+		{"storage a string", repl("memory_mb = 512", "memory_mb = 512\nstorage_mb = \"1G\""), `[environment] storage_mb "1G": want an integer`},
 		{"relative bind", repl(`binds = ["/usr/share/dict"]`, `binds = ["usr/share/dict"]`), `binds "usr/share/dict"`},
 		{"unclean bind", repl(`binds = ["/usr/share/dict"]`, `binds = ["/usr/share/../../etc"]`), `binds "/usr/share/../../etc"`},
 		{"root bind", repl(`binds = ["/usr/share/dict"]`, `binds = ["/"]`), `binds "/"`},

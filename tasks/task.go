@@ -21,7 +21,7 @@
 //	[metadata]     category, tags
 //	[agent]        timeout_sec                 (default 600)
 //	[verifier]     timeout_sec                 (default 120)
-//	[environment]  memory_mb, cpus, allow_internet, binds
+//	[environment]  memory_mb, cpus, storage_mb, allow_internet, binds
 //	[bench]        world, difficulty           (difficulty tags: the Tag constants)
 //	[bench.policy] allow, ignore               (globs, see journal.Policy)
 //	[bench.grader] kind, and the kind's parameters
@@ -72,7 +72,11 @@ type Task struct {
 	// CPUs is how much CPU time the agent may use, in CPUs ([environment]
 	// cpus, after Harbor's field: 1.5 is one and a half CPUs, enforced as
 	// a cgroup CPU quota); 0, when the key is absent, means no quota.
-	CPUs          float64
+	CPUs float64
+	// StorageMB is the size in MiB of the attempt's disk, which holds its
+	// workspace ([environment] storage_mb, after Harbor's field): writes
+	// past it fail with ENOSPC. DefaultStorageMB when the key is absent.
+	StorageMB     int64
 	AllowInternet bool // [environment] allow_internet
 	// Binds are host paths the agent's and the graders' sandboxes show,
 	// read-only, at the same path ([environment] binds), beyond the

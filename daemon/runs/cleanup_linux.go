@@ -17,11 +17,13 @@ import (
 // Cleanup removes what a crashed benchd left under stateDir: the fsmon
 // views still mounted below stateDir/attempts, the cgroups and network
 // namespaces of its jobs (confine.Cleanup, namespaces in stateDir/netns,
-// cgroups below benchd's own cgroup), grading copies in attempt
+// cgroups below benchd's own cgroup), the attempt disks still mounted on
+// stateDir/attempts/ID/backing (their loop devices detach themselves;
+// the images stay), grading copies in attempt
 // directories, and the grader scratch roots that a benchd which no longer
 // runs left in DefaultScratchDir(stateDir) (or, from older versions, the
-// temporary directory). The attempts' records (backing
-// dir, journal, transcript) are kept. Call it only when no benchd runs
+// temporary directory). The attempts' records (disk
+// image, journal, transcript) are kept. Call it only when no benchd runs
 // on stateDir; cgroups, namespaces and scratch of other live processes
 // are left alone. cgroupParent is the daemon's CgroupParent ("" for its
 // own group).
@@ -31,6 +33,10 @@ func Cleanup(ctx context.Context, stateDir, cgroupParent string) error {
 		errs = append(errs, fmt.Errorf("unable to unmount leftover views: %w", err))
 	}
 	if err := confine.Cleanup(ctx, confine.CleanupConfig{NetnsRunDir: filepath.Join(stateDir, "netns"), CgroupParent: cgroupParent}); err != nil {
+		errs = append(errs, err)
+	}
+	// Last: the agents that had files open on them are gone now.
+	if err := cleanupDisks(filepath.Join(stateDir, "attempts")); err != nil {
 		errs = append(errs, err)
 	}
 	grades, _ := filepath.Glob(filepath.Join(stateDir, "attempts", "*", "grade-*"))

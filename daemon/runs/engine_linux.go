@@ -83,8 +83,15 @@ type Config struct {
 	// WorkspaceStorage is the workspace's storage size, of which the
 	// view stores at most fsmon.BlobFactor times as blobs; 0 means
 	// fsmon's defaults (fsmon.Config, "Caps" in its package doc).
+	// The task's [environment] storage_mb, when set, is the storage
+	// size of its attempts instead of WorkspaceStorage; either is also
+	// the size of the attempt's disk.
 	WorkspaceFiles, WorkspaceRecords, WorkspaceStorage int64
 	Logger                                             *slog.Logger
+
+	// noDisk keeps the backing directory in the state directory, without
+	// a disk of its own: for measuring what the disk costs.
+	noDisk bool
 }
 
 // Engine runs attempts. Its methods may be called concurrently.
@@ -376,14 +383,33 @@ func (at *attempt) probe(ctx context.Context) error {
 	return netns.Probe(ctx, at.gws, gatewayProbeTimeout)
 }
 
-// prepare: the attempt's work directory, and in it the backing dir: the
-// bundle's workspace and the plan.
+// prepare: the attempt's work directory, in it the attempt's disk
+// mounted on the backing dir, and in that the bundle's workspace and the
+// plan. The disk stays mounted to the end of Run (grading reads the
+// final tree from it): its undo is the stack's last.
 func (at *attempt) prepare(ctx context.Context) error {
 	at.enter(apitype.PhasePrepare)
 	if err := os.Mkdir(at.dir, 0o700); errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%w: %s", ErrConflict, at.dir)
 	} else if err != nil {
 		return fmt.Errorf("unable to make the attempt dir: %w", err)
+	}
+	if !at.e.cfg.noDisk {
+		img := filepath.Join(at.dir, diskImage)
+		if err := makeDisk(ctx, img, at.e.storageBytes(at.task)); err != nil {
+			return err
+		}
+		if err := os.Mkdir(at.out.FinalDir, 0o755); err != nil {
+			return fmt.Errorf("unable to make the backing dir: %w", err)
+		}
+		if err := mountDisk(img, at.out.FinalDir, false); err != nil {
+			return err
+		}
+		at.undos.Push("unmount attempt disk", func() error { return unmountDisk(at.out.FinalDir) })
+		// mkfs's lost+found is no part of the workspace.
+		if err := os.Remove(filepath.Join(at.out.FinalDir, "lost+found")); err != nil {
+			return fmt.Errorf("unable to prepare the attempt disk: %w", err)
+		}
 	}
 	return prepareBacking(at.task, at.out.FinalDir, at.ag.builtin, at.e.cfg.AgentUID, at.e.cfg.AgentGID)
 }
@@ -409,7 +435,7 @@ func (at *attempt) mount(ctx context.Context) error {
 		return fmt.Errorf("unable to make the mountpoint: %w", err)
 	}
 	view, err := fsmon.Mount(ctx, fsmon.Config{Backing: at.out.FinalDir, Mountpoint: at.mnt, Journal: w, Policy: at.task.Policy, Logger: at.log,
-		MaxFiles: at.e.cfg.WorkspaceFiles, MaxRecords: at.e.cfg.WorkspaceRecords, StorageBytes: at.e.cfg.WorkspaceStorage})
+		MaxFiles: at.e.cfg.WorkspaceFiles, MaxRecords: at.e.cfg.WorkspaceRecords, StorageBytes: at.e.storageBytes(at.task)})
 	if err != nil {
 		// Nothing ran in it: a journal of the initial tree alone, never
 		// sealed, would only mislead start-up recovery.
@@ -507,6 +533,15 @@ func (at *attempt) run(ctx context.Context) error {
 func (at *attempt) collect(ctx context.Context) error {
 	at.enter(apitype.PhaseCollect)
 	view, res := at.view, at.res
+	// ENOSPC from the disk under passthrough writes never reaches the
+	// view: a disk full at the agent's end is journaled as a cap.
+	if !at.e.cfg.noDisk {
+		if full, err := diskFull(at.out.FinalDir); err != nil {
+			return err
+		} else if full {
+			view.NoteCap(journal.CapStorage, syscall.ENOSPC)
+		}
+	}
 	unmount := view.Unmount
 	if res.TimedOut {
 		unmount = func(ctx context.Context) error {

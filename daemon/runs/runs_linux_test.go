@@ -65,7 +65,7 @@ func newEngine(t testing.TB) *Engine {
 // fills in.
 func newEngineWith(t testing.TB, cfg Config) *Engine {
 	t.Helper()
-	testenv.Require(t, testenv.Root, testenv.FUSE, testenv.Cgroups, testenv.Netns, testenv.Userns, testenv.Python, testenv.Pytest)
+	testenv.Require(t, testenv.Root, testenv.FUSE, testenv.Cgroups, testenv.Netns, testenv.Userns, testenv.Python, testenv.Pytest, testenv.Loop)
 	state := t.TempDir()
 	scratch := t.TempDir()
 	cfg.StateDir, cfg.TasksDir, cfg.ScratchDir, cfg.Logger = state, tasksDir(t), scratch, testLogger(t)
@@ -88,6 +88,9 @@ func checkNothingLeft(t testing.TB, state, scratchDir string) {
 			t.Errorf("mount left: %s", line)
 		}
 	}
+	if left := loopsOf(state); len(left) > 0 {
+		t.Errorf("loop devices left attached to files in the state dir: %v", left)
+	}
 	ns, _ := os.ReadDir(filepath.Join(state, "netns"))
 	for _, e := range ns {
 		if e.Name() != ".state" {
@@ -108,6 +111,29 @@ func checkNothingLeft(t testing.TB, state, scratchDir string) {
 	grades, _ := filepath.Glob(filepath.Join(state, "attempts", "*", "grade-*"))
 	if len(grades) > 0 {
 		t.Errorf("grading copies left: %v", grades)
+	}
+}
+
+// loopsOf lists the loop devices attached to a file below dir. A device
+// of AUTOCLEAR detaches as its last user goes, which may lag the unmount
+// a little: it is given a few seconds.
+func loopsOf(dir string) []string {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		real = dir
+	}
+	var left []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left = left[:0]
+		files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), real+"/") {
+				left = append(left, filepath.Base(filepath.Dir(filepath.Dir(f)))+": "+strings.TrimSpace(string(b)))
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
 	}
 }
 
@@ -168,6 +194,21 @@ func codes(rs []apitype.Reason) []string {
 		out = append(out, r.Code)
 	}
 	return out
+}
+
+// mountFinal mounts the disk of the attempt out ran on its FinalDir,
+// read-only, until the test ends: the final tree is on it.
+func mountFinal(t *testing.T, out Outcome) {
+	t.Helper()
+	unmount, err := MountDiskReadOnly(filepath.Dir(out.FinalDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := unmount(); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 func runAttempt(t *testing.T, e *Engine, spec Spec) (Outcome, []apitype.Event) {
@@ -244,6 +285,7 @@ func TestBuiltins(t *testing.T) {
 				t.Errorf("got phases %v, want %v", phases, want)
 			}
 			a.ID = fmt.Sprintf("b%d", i)
+			mountFinal(t, out)
 			rv, err := e.Regrade(context.Background(), task, a, out.FinalDir)
 			if err != nil {
 				t.Fatalf("Regrade: %v", err)
@@ -622,6 +664,7 @@ func TestWorkspaceCap(t *testing.T) {
 	// A regrade of the attempt as the daemon stored it (with its ID)
 	// reads the cap from the journal and agrees.
 	a.ID = "cap1"
+	mountFinal(t, out)
 	v, err := e.Regrade(context.Background(), task, a, out.FinalDir)
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,9 @@ const (
 	// OpCap says that the view refused an operation because it hit one
 	// of its caps (Name: CapFiles, CapRecords or CapBlobBytes), once per
 	// cap: Path is the refused operation's path, Result its errno
-	// (EDQUOT, ENOSPC or EFBIG). It changes nothing.
+	// (EDQUOT, ENOSPC or EFBIG). Name CapStorage says that the disk
+	// holding the workspace was full (no Path: the write that failed
+	// went past the view). It changes nothing.
 	OpCap     Op = "cap"
 	OpUnmount Op = "unmount"
 )
@@ -49,6 +51,10 @@ const (
 	CapFiles     = "files"      // entries the tree may hold: creating more is EDQUOT
 	CapRecords   = "records"    // records the journal may hold: mutating operations are ENOSPC
 	CapBlobBytes = "blob_bytes" // bytes of content the blob store may take: ENOSPC, EFBIG for a file growing past it
+	// CapStorage is the attempt's disk ([environment] storage_mb): the
+	// file system holding the backing directory was full when the agent
+	// ended, so writes into it failed with ENOSPC.
+	CapStorage = "storage"
 )
 
 // CapsOf lists the caps the OpCap records of recs name, in order.

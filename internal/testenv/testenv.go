@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Feature is something a test needs from the machine.
@@ -32,6 +34,9 @@ const (
 	Bindfs     Feature = "bindfs"
 	Bubblewrap Feature = "bwrap"
 	Chromium   Feature = "chromium" // Debian's /usr/bin/chromium, for headless page tests
+	// Loop: loop devices (/dev/loop-control and a free /dev/loopN) and
+	// mkfs.ext4 (e2fsprogs), for the attempts' disks.
+	Loop Feature = "loop"
 	// NodeAgents: the agent CLIs codex, claude and qwen installed by
 	// scripts/setup-agents under AgentsPrefix, and node to run qwen.
 	NodeAgents Feature = "node-agents"
@@ -141,6 +146,26 @@ func probe(f Feature) error {
 			if fi.Mode().Perm()&0o111 == 0 {
 				return fmt.Errorf("%s is not executable", p)
 			}
+		}
+		return nil
+	case Loop:
+		if err := probe(Root); err != nil {
+			return err
+		}
+		if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+			return fmt.Errorf("mkfs.ext4 is not installed (Debian's e2fsprogs): %w", err)
+		}
+		ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("no loop devices (the loop module is not loaded, or /dev is a container's): %w", err)
+		}
+		defer ctl.Close()
+		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			return fmt.Errorf("no free loop device: LOOP_CTL_GET_FREE: %w", err)
+		}
+		if _, err := os.Stat(fmt.Sprintf("/dev/loop%d", n)); err != nil {
+			return fmt.Errorf("the free loop device has no node in /dev: %w", err)
 		}
 		return nil
 	case Bindfs, Bubblewrap:
