@@ -11,7 +11,17 @@
 //     (netns.Probe, 5 s each) before anything of the attempt is made; a
 //     dead one is an infra error naming the gateway, the endpoint and the
 //     dial error.
-//  1. prepare: StateDir/attempts/ID/backing is a copy of the bundle's
+//  1. prepare: the attempt's disk, a sparse ext4 image of the task's
+//     [environment] storage_mb (default 1024) at attempts/ID/disk.img on
+//     a loop device of its own (freed at unmount), mounted nosuid,nodev
+//     at StateDir/attempts/ID/backing; the view's storage size is the
+//     same. The agent's writes stop at it with ENOSPC; after the agent
+//     ends a disk with under 2 MiB or no inode left is journaled as the
+//     cap "storage" and fails the attempt with workspace_cap (a single
+//     large write refused while more room was left is not seen). It is
+//     unmounted last, after grading, on every ending; start-up recovery
+//     mounts a leftover image read-only to seal its journal, and Cleanup
+//     unmounts leftover disks. backing then holds a copy of the bundle's
 //     workspace plus plan.md (the task's instruction.md, mode 0644). For
 //     a command agent the whole tree, plan.md included, is handed to the
 //     agent's uid: the view has the kernel check mode bits, and an edit

@@ -178,8 +178,10 @@ type Outcome struct {
 	Attempt apitype.Attempt
 	// JournalPath is the sealed journal (its blobs in
 	// journal.BlobsDir(JournalPath)); StdoutPath and StderrPath the
-	// transcript (absent for built-ins); FinalDir the final tree (the
-	// backing directory, plan.md included).
+	// transcript (absent for built-ins); FinalDir the backing directory,
+	// the mountpoint of the attempt's disk, which holds the final tree
+	// (plan.md included) while Run grades it; once Run returns the disk
+	// is unmounted and the tree is in attempts/ID/disk.img.
 	JournalPath, StdoutPath, StderrPath, FinalDir string
 	// Caps names the view's caps the attempt hit (the journal's cap
 	// records), for the grade.
