@@ -131,7 +131,11 @@ func attachJournalFacts(a *apitype.Attempt, jpath string, pol journal.Policy) er
 	var edits, denied int64
 	for _, r := range recs {
 		switch {
-		case r.Op == journal.OpMount || r.Op == journal.OpUnmount || r.Op == journal.OpInterrupted:
+		case r.Op == journal.OpMount || r.Op == journal.OpUnmount || r.Op == journal.OpInterrupted || r.Op == journal.OpCap:
+			// Counted as the engine counts them (runs' collect step):
+			// the view's bookkeeping, and a cap record, which stands
+			// for an operation a cap refused, is neither an edit nor a
+			// denial of the edit policy.
 		case r.Decision == journal.Denied:
 			denied++
 		default:

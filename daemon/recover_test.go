@@ -56,8 +56,8 @@ func TestRecoverJournals(t *testing.T) {
 	if got.JournalHead != ji.Head || got.State != apitype.StateInfraError {
 		t.Errorf("recovered attempt: got head %q state %s, want the stored head %s, infra_error", got.JournalHead, got.State, ji.Head)
 	}
-	if len(got.Changeset) != 1 || got.Changeset[0].Path != "src/counter.py" || got.Changeset[0].Kind != journal.Modified || got.Edits != 3 {
-		t.Errorf("recovered attempt: got changeset %+v, %d edits; want src/counter.py modified, 3 edits", got.Changeset, got.Edits)
+	if len(got.Changeset) != 1 || got.Changeset[0].Path != "src/counter.py" || got.Changeset[0].Kind != journal.Modified || got.Edits != 3 || got.Denied != 0 {
+		t.Errorf("recovered attempt: got changeset %+v, %d edits, %d denied; want src/counter.py modified, 3 edits (the cap record none), 0 denied", got.Changeset, got.Edits, got.Denied)
 	}
 	// The stored journal verifies with the store's blobs.
 	f, err := os.CreateTemp(t.TempDir(), "j")
@@ -107,7 +107,10 @@ func leaveJournal(t *testing.T, dir string) {
 	}
 	now := time.Now()
 	app := func(r journal.Record) {
-		r.Wall, r.Result = now, "ok"
+		r.Wall = now
+		if r.Result == "" {
+			r.Result = "ok"
+		}
 		if _, err := w.Append(r); err != nil {
 			t.Fatal(err)
 		}
@@ -123,6 +126,8 @@ func leaveJournal(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	app(journal.Record{Op: journal.OpRelease, Path: "src/counter.py", SHA256: sha, Size: size, Decision: journal.Allowed})
+	// A cap's refusal: not an edit, not a denial.
+	app(journal.Record{Op: journal.OpCap, Name: journal.CapFiles, Path: "src/more.py", Result: "EDQUOT"})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +135,6 @@ func leaveJournal(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString(`{"seq":5,"t_ns":12,"wall":"2026-12-`)
+	f.WriteString(`{"seq":6,"t_ns":12,"wall":"2026-12-`)
 	f.Close()
 }
