@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,11 +18,13 @@ import (
 	"benchd.dev/internal/testenv"
 )
 
-// fillAgent writes 64 MiB of zeros into src/counter.py (a file the
-// task's policy allows), through one open file: the view's passthrough
-// path, which the view never sees write. It prints dd's messages, its
-// exit status and the file's size, and exits 0.
-const fillAgent = `sh -c 'dd if=/dev/zero of=src/counter.py bs=1M count=64 2>&1; echo "dd exit $?"; echo "size $(stat -c %s src/counter.py)"; true'`
+// fillAgent writes 64 MiB of zeros into file (one the task's policy
+// allows, or one it ignores), through one open file: the view's
+// passthrough path, which the view never sees write. It prints dd's
+// messages, its exit status and the file's size, and exits 0.
+func fillAgent(file string) string {
+	return fmt.Sprintf(`sh -c 'dd if=/dev/zero of=%[1]s bs=1M count=64 2>&1; echo "dd exit $?"; echo "size $(stat -c %%s %[1]s)"; true'`, file)
+}
 
 // fillSize is the size fillAgent's dd reached, from its stdout.
 func fillSize(t *testing.T, out Outcome) (exit string, size int64, stdout string) {
@@ -56,8 +59,9 @@ func checkDiskGone(t *testing.T, e *Engine, out Outcome) {
 	}
 }
 
-// TestStorageQuota: a hostile agent writes 64 MiB through an open file
-// into a workspace of storage_mb 32. The write stops with ENOSPC at about
+// TestStorageQuota: a hostile agent writes 64 MiB through an open file,
+// to an allowed path and to an ignored one, into a workspace of
+// storage_mb 32. The write stops with ENOSPC at about
 // 32 MiB, the host's disk takes no more than the image's 32 MiB (and the
 // view's blobs of what was written), and the attempt fails with
 // workspace_cap naming the storage cap, which its journal records; with
@@ -68,14 +72,18 @@ func TestStorageQuota(t *testing.T) {
 		id        string
 		storageMB int64
 		full      bool
+		file      string
 	}{
-		{"quota32", 32, true},
-		{"quota128", 128, false},
+		{"quota32", 32, true, "src/counter.py"},
+		// An ignored path (rt-01 ignores *.tmp): graded or not, it is
+		// the attempt's disk.
+		{"ignored32", 32, true, "fill.tmp"},
+		{"quota128", 128, false, "src/counter.py"},
 	} {
 		t.Run(tt.id, func(t *testing.T) {
 			task := *findTask(t, "rt-01")
 			task.StorageMB = tt.storageMB
-			out, _ := runAttempt(t, e, Spec{AttemptID: tt.id, Task: &task, Agent: fillAgent})
+			out, _ := runAttempt(t, e, Spec{AttemptID: tt.id, Task: &task, Agent: fillAgent(tt.file)})
 			a := out.Attempt
 			exit, size, stdout := fillSize(t, out)
 			if a.ExitCode != 0 || exit == "" {
