@@ -5,6 +5,7 @@ import (
 	"slices"
 	"syscall"
 
+	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
 
 	"benchd.dev/fsmon/journal"
@@ -30,14 +31,45 @@ func (v *View) recordsFull() bool {
 	return v.records >= v.cfg.MaxRecords
 }
 
+// stored counts the added bytes of h's capture and takes h out of the
+// pending content (pendingLocked).
+func (v *View) stored(h *handle, added int64) {
+	v.mu.Lock()
+	v.blobBytes += added
+	h.stored = true
+	v.mu.Unlock()
+}
+
+// pendingLocked is the size now of every file open for writing whose
+// release has not been captured yet, but for handles of the inode skip
+// (nil: none): content the store will take when the kernel sends the
+// release, which it does after close returns, so an open or a write
+// that follows a close may arrive first. Called with v.mu held.
+func (v *View) pendingLocked(skip *gofs.Inode) int64 {
+	var n int64
+	for h := range v.open {
+		if h.stored || (skip != nil && h.inode == skip) {
+			continue
+		}
+		if fd, ok := h.LoopbackFile.PassthroughFd(); ok {
+			if size, ok := sizeOfFd(fd)(); ok {
+				n += size
+			}
+		}
+	}
+	return n
+}
+
 // reserve checks c against the blob and files caps and, when it fits,
 // counts its entries as held; the cap that refuses it is returned with
-// its errno otherwise. An operation that reserved entries and failed
+// its errno otherwise. An open for writing counts the stored blobs and
+// the pending content of files still open for writing (pendingLocked)
+// against the budget. An operation that reserved entries and failed
 // gives them back with addFiles.
 func (v *View) reserve(c cost) (string, syscall.Errno) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if c.writing && v.blobBytes >= v.maxBlobBytes {
+	if c.writing && v.blobBytes+v.pendingLocked(nil) >= v.maxBlobBytes {
 		return journal.CapBlobBytes, syscall.ENOSPC
 	}
 	if c.entries > 0 && v.files+c.entries > v.cfg.MaxFiles {
@@ -57,19 +89,21 @@ func (v *View) addFiles(n int64) {
 	v.mu.Unlock()
 }
 
-// room is what is left of the blob budget.
-func (v *View) room() int64 {
+// room is what is left of the blob budget for a file of inode in (nil:
+// a new one): what is stored and what files open for writing hold
+// (pendingLocked), the file's own handles left out.
+func (v *View) room(in *gofs.Inode) int64 {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.maxBlobBytes - v.blobBytes
+	return v.maxBlobBytes - v.blobBytes - v.pendingLocked(in)
 }
 
-// tooBig reports whether a file growing to end bytes passes the blob
-// budget: end is more than what is left of it and more than the file's
-// size now (size is called only then; a file never shrinks into
-// EFBIG).
-func (v *View) tooBig(end int64, size func() (int64, bool)) bool {
-	if end <= v.room() {
+// tooBig reports whether the file of inode in growing to end bytes
+// passes the blob budget: end is more than what is left of it and more
+// than the file's size now (size is called only then; a file never
+// shrinks into EFBIG).
+func (v *View) tooBig(end int64, in *gofs.Inode, size func() (int64, bool)) bool {
+	if end <= v.room(in) {
 		return false
 	}
 	cur, ok := size()

@@ -240,30 +240,36 @@ func TestCapsBlobBytes(t *testing.T) {
 				}
 				wantErrno(t, "a write past the budget", err, syscall.EFBIG)
 			}
+			// The initial tree's content and manifest are in the
+			// store already and count against the budget.
+			base := v.v.Stats().BlobBytes
+			if base <= 0 || base >= size {
+				t.Fatalf("blob bytes at mount: %d, want the seeded tree's few hundred", base)
+			}
 			res := hostile(t, writeFiles, v.p("new"), "65536", "1000")
 			// Content mode: each file's content is stored at its
-			// release, and the open after the one that spent the
-			// budget is refused. Writes mode sees each write: the
+			// release, and an open for writing is refused once what
+			// is stored and what files still open for writing hold
+			// reach the budget (the kernel sends a release after
+			// close returns, so the next open may come first; the
+			// file still counts). Writes mode sees each write: the
 			// one that grows a file past what is left is refused.
-			stop := "ENOSPC"
+			stop, want := "ENOSPC", (budget-base+size-1)/size
 			if mode == fsmon.ModeWrites {
-				stop = "EFBIG"
+				stop, want = "EFBIG", (budget-base)/size
 			}
 			if res["error"] != stop {
 				t.Fatalf("the write loop ended with %v after %v files, want %s", res["error"], res["done"], stop)
 			}
-			want := budget / size
-			if got := int64(res["done"].(float64)); got < want-1 || got > want+2 {
-				t.Errorf("files written: got %d, want about %d (%d B each, budget %d B)", got, want, size, budget)
+			if got := int64(res["done"].(float64)); got != want {
+				t.Errorf("files written: got %d, want %d (%d B each, budget %d B, %d B stored at mount)", got, want, size, budget, base)
 			}
-			// Content mode stores the file that spends the budget;
-			// writes mode refuses the write that would. The kernel
-			// sends a release after close returns, so the next open
-			// may come before the last file's content is counted:
-			// one file more may pass.
-			low, high := budget, budget+2*size
+			// Every file written is stored, the last one maybe not
+			// yet (its release may still be on its way); writes mode
+			// may store a part of the refused file too.
+			low, high := base+(want-1)*size, base+want*size
 			if mode == fsmon.ModeWrites {
-				low, high = budget-size, budget+size
+				high += size
 			}
 			if st := v.v.Stats(); st.BlobBytes < low || st.BlobBytes > high {
 				t.Errorf("blob bytes stored: got %d, want %d to %d (budget %d)", st.BlobBytes, low, high, budget)

@@ -45,6 +45,10 @@ type handle struct {
 
 	mu       sync.Mutex
 	captured bool
+	// stored is set, under View.mu, once the release's capture has
+	// counted what it added to the blob store: until then the file's
+	// size counts against the budget as pending (View.reserve).
+	stored bool
 
 	nameMu sync.Mutex
 	// lastName is the last path the file had in the tree: its path at
@@ -138,7 +142,7 @@ func (h *handle) capped(ctx context.Context, r journal.Record, end int64) syscal
 		return h.v.hitCap(ctx, r, journal.CapRecords, syscall.ENOSPC)
 	}
 	fd, ok := h.LoopbackFile.PassthroughFd()
-	if ok && h.v.tooBig(end, sizeOfFd(fd)) {
+	if ok && h.v.tooBig(end, h.inode, sizeOfFd(fd)) {
 		h.unnamed(&r)
 		return h.v.hitCap(ctx, r, journal.CapBlobBytes, syscall.EFBIG)
 	}
@@ -221,11 +225,19 @@ func (h *handle) capture(ctx context.Context, atUnmount bool) {
 	}
 	fd, ok := h.LoopbackFile.PassthroughFd()
 	if !ok {
+		h.v.stored(h, 0)
 		rec.Path = h.path()
 		h.record(ctx, rec, syscall.EBADF)
 		return
 	}
-	sum, size, errno := h.v.store(fd)
+	// What this capture adds to the store is counted together with
+	// the handle leaving the pending set, so that no open for writing
+	// sees the content counted twice or not at all.
+	var added int64
+	blobs := *h.v.blobs
+	blobs.Added = func(_ string, n int64) { added += n }
+	sum, size, errno := h.v.storeIn(&blobs, fd)
+	h.v.stored(h, added)
 	h.v.renameMu.RLock()
 	defer h.v.renameMu.RUnlock()
 	rec.Path = h.pathOf(fd)
@@ -246,6 +258,11 @@ const smallBlob = 1 << 20
 // before (the snapshot at mount holds every initial file, and a build or
 // test run rewrites many files unchanged). Larger content is streamed.
 func (v *View) store(fd int) (string, int64, syscall.Errno) {
+	return v.storeIn(v.blobs, fd)
+}
+
+// storeIn is store into blobs.
+func (v *View) storeIn(blobs *journal.Blobs, fd int) (string, int64, syscall.Errno) {
 	// Reopen through /proc: the descriptor may be write-only.
 	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -257,7 +274,6 @@ func (v *View) store(fd int) (string, int64, syscall.Errno) {
 	if err := unix.Fstat(rfd, &st); err != nil {
 		return "", 0, errnoOf(err)
 	}
-	blobs := v.blobs
 	if st.Size <= smallBlob {
 		// One byte more than the size: a file that grew since is
 		// streamed.

@@ -538,7 +538,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		if fd, ok := fdOf(f); ok {
 			size = sizeOfFd(fd)
 		}
-		if n.v.tooBig(int64(sz), size) {
+		if n.v.tooBig(int64(sz), n.EmbeddedInode(), size) {
 			return n.v.hitCap(ctx, recs[0], journal.CapBlobBytes, syscall.EFBIG)
 		}
 	}
@@ -644,7 +644,7 @@ func (n *node) CopyFileRange(ctx context.Context, fhIn gofs.FileHandle, offIn ui
 	if fd, ok := fdOf(fhOut); ok {
 		size = sizeOfFd(fd)
 	}
-	if n.v.tooBig(int64(offOut+length), size) {
+	if n.v.tooBig(int64(offOut+length), out, size) {
 		return 0, n.v.hitCap(ctx, rec, journal.CapBlobBytes, syscall.EFBIG)
 	}
 	count, errno := n.LoopbackNode.CopyFileRange(ctx, unwrap(fhIn), offIn, out, unwrap(fhOut), offOut, length, flags)
