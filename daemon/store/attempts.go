@@ -39,7 +39,7 @@ func (s *Store) CreateRun(ctx context.Context, r apitype.Run) error {
 	if err != nil {
 		return fmt.Errorf("unable to create run %s: %w", r.ID, err)
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(tx *tx) error {
 		_, err := tx.ExecContext(ctx,
 			`INSERT INTO runs (id, task, agent, attempts, created) VALUES (?, ?, ?, ?, ?)`,
 			r.ID, r.Task, r.Agent, ids, nanos(r.Created))
@@ -158,7 +158,7 @@ func (s *Store) CreateAttempt(ctx context.Context, a apitype.Attempt) error {
 	if err != nil {
 		return fmt.Errorf("unable to create attempt %s: %w", a.ID, err)
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(tx *tx) error {
 		_, err := insertAttempt(ctx, tx, a, row)
 		return err
 	})
@@ -185,7 +185,7 @@ func newRow(a *apitype.Attempt) (attemptRow, error) {
 
 // insertAttempt inserts the new attempt a (split into row) and returns
 // its row number; its run, when given, must exist.
-func insertAttempt(ctx context.Context, tx *sql.Tx, a apitype.Attempt, row attemptRow) (int64, error) {
+func insertAttempt(ctx context.Context, tx *tx, a apitype.Attempt, row attemptRow) (int64, error) {
 	if row.run.Valid {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, a.Run).Scan(&one)
@@ -193,13 +193,14 @@ func insertAttempt(ctx context.Context, tx *sql.Tx, a apitype.Attempt, row attem
 			return 0, fmt.Errorf("run %s: %w", a.Run, translate(err))
 		}
 	}
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO attempts (`+attemptColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-		a.ID, row.run, a.Task, a.State, row.created, row.data)
+	var n int64
+	err := tx.QueryRowContext(ctx,
+		`INSERT INTO attempts (`+attemptColumns+`) VALUES (?, ?, ?, ?, ?, ?) RETURNING n`,
+		a.ID, row.run, a.Task, a.State, row.created, row.data).Scan(&n)
 	if err != nil {
 		return 0, translate(err)
 	}
-	return res.LastInsertId()
+	return n, nil
 }
 
 // UpdateAttempt replaces the stored attempt a.ID with a, every field
@@ -211,7 +212,7 @@ func (s *Store) UpdateAttempt(ctx context.Context, a apitype.Attempt) error {
 	if err != nil {
 		return fmt.Errorf("unable to update attempt %s: %w", a.ID, err)
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(tx *tx) error {
 		res, err := tx.ExecContext(ctx,
 			`UPDATE attempts SET run = ?, task = ?, state = ?, created = ?, data = ? WHERE id = ?`,
 			row.run, a.Task, a.State, row.created, row.data, a.ID)
@@ -341,7 +342,7 @@ func (s *Store) ListAttempts(ctx context.Context, f Filter) ([]apitype.Attempt, 
 func (s *Store) MarkInFlightInfraError(ctx context.Context, reason string) ([]string, error) {
 	now := time.Now().UTC()
 	ids := []string{}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *tx) error {
 		rows, err := tx.QueryContext(ctx, attemptSelect+` WHERE a.state = ? ORDER BY a.created, a.n`,
 			apitype.StateRunning)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/mattn/go-sqlite3"
 )
 
@@ -23,12 +24,22 @@ var (
 	ErrSchemaTooNew = errors.New("database schema is newer than this benchd supports")
 )
 
-// translate turns database/sql and SQLite errors into the store's error
+// translate turns database/sql, SQLite and PostgreSQL errors into the store's error
 // classes. It is the one place where sql.ErrNoRows becomes ErrNotFound
 // and a constraint violation ErrConflict or ErrNotFound.
 func translate(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "23505": // unique_violation, primary keys included
+			return fmt.Errorf("%w: %v", ErrConflict, err)
+		case "23503": // foreign_key_violation: as SQLite's below
+			return fmt.Errorf("%w: %v (a row it refers to does not exist)", ErrNotFound, err)
+		}
+		return err
 	}
 	var se sqlite3.Error
 	if errors.As(err, &se) {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -103,10 +102,11 @@ func (s *Store) IngestJournal(ctx context.Context, attemptID, journalPath string
 	// Blobs first, and outside the transaction: a committed journal
 	// never names a missing blob, and the sync does not hold up other
 	// writers. Blobs of a journal that is then refused are harmless.
-	if _, err := s.placeBlobs(journal.BlobsDir(journalPath)); err != nil {
+	shas, _, err := s.placeBlobs(journal.BlobsDir(journalPath))
+	if err != nil {
 		return "", 0, err
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(tx *tx) error {
 		an, err := noJournalYet(ctx, tx, attemptID)
 		if err != nil {
 			return err
@@ -121,7 +121,13 @@ func (s *Store) IngestJournal(ctx context.Context, attemptID, journalPath string
 		_, err = tx.ExecContext(ctx,
 			`INSERT INTO journals (attempt, records, head, bytes, ingested) VALUES (?, ?, ?, ?, ?)`,
 			an, n, head, st.Size(), nanos(time.Now()))
-		return translate(err)
+		if err != nil {
+			return translate(err)
+		}
+		if _, ok := s.d.(postgresDialect); ok {
+			return s.insertBlobs(ctx, tx, an, shas)
+		}
+		return nil
 	})
 	if err != nil {
 		return "", 0, err
@@ -143,7 +149,7 @@ func (b *lineBatch) reset() { b.buf, b.ends, b.seqs = b.buf[:0], b.ends[:0], b.s
 // (readLines), the other inserts full batches through a prepared
 // statement, so parsing and SQLite overlap. It returns the head hash and
 // the number of records.
-func insertLines(ctx context.Context, tx *sql.Tx, an int64, rd *journal.Reader, raw *bufio.Reader) (string, int, error) {
+func insertLines(ctx context.Context, tx *tx, an int64, rd *journal.Reader, raw *bufio.Reader) (string, int, error) {
 	stmt, err := tx.PrepareContext(ctx, insertSQL(batchRows))
 	if err != nil {
 		return "", 0, err
@@ -317,7 +323,7 @@ func (s *Store) JournalLines(ctx context.Context, attemptID string, w io.Writer)
 		}
 	}()
 	// One read transaction: the lines and their count are one snapshot.
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.r.BeginTx(ctx, s.d.readTx())
 	if err != nil {
 		return err
 	}
@@ -366,24 +372,23 @@ var linkFile = os.Link
 
 // placeBlobs puts every blob of the journal blob directory src into
 // s.blobs (see the package doc) and syncs the blob file system when it
-// placed any. A missing src has no blobs. It returns how many blobs were
-// new.
-func (s *Store) placeBlobs(src string) (int, error) {
+// placed any. A missing src has no blobs. It returns the blobs of src
+// and how many of them were new.
+func (s *Store) placeBlobs(src string) (shas []string, placed int, err error) {
 	dirs, err := os.ReadDir(src)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("unable to read blobs: %w", err)
+		return nil, 0, fmt.Errorf("unable to read blobs: %w", err)
 	}
-	placed := 0
 	for _, d := range dirs {
 		if !d.IsDir() || len(d.Name()) != 2 {
 			continue // temporary files of an interrupted Put
 		}
 		files, err := os.ReadDir(filepath.Join(src, d.Name()))
 		if err != nil {
-			return placed, fmt.Errorf("unable to read blobs: %w", err)
+			return nil, placed, fmt.Errorf("unable to read blobs: %w", err)
 		}
 		for _, f := range files {
 			sha := f.Name()
@@ -391,23 +396,24 @@ func (s *Store) placeBlobs(src string) (int, error) {
 				continue
 			}
 			if !f.Type().IsRegular() {
-				return placed, fmt.Errorf("%w: blob %s is not a regular file", ErrInvalid, sha)
+				return nil, placed, fmt.Errorf("%w: blob %s is not a regular file", ErrInvalid, sha)
 			}
+			shas = append(shas, sha)
 			if s.blobs.Has(sha) {
 				continue
 			}
 			if err := s.placeBlob(filepath.Join(src, d.Name(), sha), sha); err != nil {
-				return placed, err
+				return nil, placed, err
 			}
 			placed++
 		}
 	}
 	if placed > 0 {
 		if err := syncFS(s.blobs.Dir); err != nil {
-			return placed, fmt.Errorf("unable to sync blobs: %w", err)
+			return nil, placed, fmt.Errorf("unable to sync blobs: %w", err)
 		}
 	}
-	return placed, nil
+	return shas, placed, nil
 }
 
 // placeBlob links the blob file src, named sha, into the store, or

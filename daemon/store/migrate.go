@@ -118,10 +118,9 @@ CREATE TABLE reviews (
 func SchemaVersion() int { return len(migrations) }
 
 // schemaVersion returns the version recorded in db, 0 for a new database.
-func schemaVersion(ctx context.Context, q querier) (int, error) {
+func schemaVersion(ctx context.Context, d dialect, q querier) (int, error) {
 	var n int
-	err := q.QueryRowContext(ctx,
-		`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'`).Scan(&n)
+	err := q.QueryRowContext(ctx, d.hasVersionTable()).Scan(&n)
 	if err != nil || n == 0 {
 		return 0, err
 	}
@@ -132,11 +131,11 @@ func schemaVersion(ctx context.Context, q querier) (int, error) {
 	return v, nil
 }
 
-// migrate brings db up to len(steps), one transaction per step. It
+// migrate brings raw (a database of dialect d) up to len(steps), one transaction per step. It
 // refuses a database newer than len(steps).
-func migrate(ctx context.Context, db *sql.DB, steps []migration, log *slog.Logger) error {
+func migrate(ctx context.Context, d dialect, raw *sql.DB, steps []migration, log *slog.Logger) error {
 	for {
-		done, err := migrateOne(ctx, db, steps, log)
+		done, err := migrateOne(ctx, db{DB: raw, d: d}, steps, log)
 		if err != nil || done {
 			return err
 		}
@@ -145,13 +144,18 @@ func migrate(ctx context.Context, db *sql.DB, steps []migration, log *slog.Logge
 
 // migrateOne applies the next missing step, if any, and reports whether
 // the schema is up to date.
-func migrateOne(ctx context.Context, db *sql.DB, steps []migration, log *slog.Logger) (done bool, err error) {
+func migrateOne(ctx context.Context, db db, steps []migration, log *slog.Logger) (done bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("unable to migrate: %w", err)
 	}
 	defer tx.Rollback()
-	v, err := schemaVersion(ctx, tx)
+	// On PostgreSQL, benchd hosts starting at once queue here, and each
+	// step is applied by one of them.
+	if err := db.d.lockWrite(ctx, tx.Tx); err != nil {
+		return false, fmt.Errorf("unable to migrate: %w", err)
+	}
+	v, err := schemaVersion(ctx, db.d, tx)
 	if err != nil {
 		return false, err
 	}

@@ -23,13 +23,13 @@ func openAtVersion(t *testing.T, dir string, v int) *sql.DB {
 	db, err := sql.Open("sqlite3", dsn(filepath.Join(dir, DBName), ""))
 	must(t, err)
 	db.SetMaxOpenConns(1)
-	must(t, migrate(context.Background(), db, migrations[:v], quiet))
+	must(t, migrate(context.Background(), sqliteDialect{}, db, migrations[:v], quiet))
 	return db
 }
 
 func version(t *testing.T, db *sql.DB) int {
 	t.Helper()
-	v, err := schemaVersion(context.Background(), db)
+	v, err := schemaVersion(context.Background(), sqliteDialect{}, db)
 	must(t, err)
 	return v
 }
@@ -59,7 +59,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	s, err := Open(ctx, Config{Dir: dir})
 	must(t, err)
 	defer s.Close()
-	if got, want := version(t, s.w), SchemaVersion(); got != want {
+	if got, want := version(t, s.w.DB), SchemaVersion(); got != want {
 		t.Errorf("got version %d after Open, want %d", got, want)
 	}
 	got, err := s.GetAttempt(ctx, "a1")
@@ -84,8 +84,8 @@ func TestMigrateEachStepOnce(t *testing.T) {
 			if got := version(t, db); got != v {
 				t.Fatalf("got version %d, want %d", got, v)
 			}
-			must(t, migrate(ctx, db, migrations, quiet))
-			must(t, migrate(ctx, db, migrations, quiet)) // nothing left to do
+			must(t, migrate(ctx, sqliteDialect{}, db, migrations, quiet))
+			must(t, migrate(ctx, sqliteDialect{}, db, migrations, quiet)) // nothing left to do
 			if got := version(t, db); got != len(migrations) {
 				t.Errorf("got version %d, want %d", got, len(migrations))
 			}
@@ -99,7 +99,7 @@ func TestMigrateFailedStepRollsBack(t *testing.T) {
 	defer db.Close()
 	steps := append(append([]migration{}, migrations[:1]...),
 		migration{name: "broken", sql: `CREATE TABLE half (x INTEGER); THIS IS NOT SQL`})
-	err := migrate(ctx, db, steps, quiet)
+	err := migrate(ctx, sqliteDialect{}, db, steps, quiet)
 	if err == nil || !strings.Contains(err.Error(), "schema version 2 (broken)") {
 		t.Fatalf("got %v, want an error naming step 2", err)
 	}
@@ -163,7 +163,7 @@ func TestMigrateSignatures(t *testing.T) {
 	s, err := Open(ctx, Config{Dir: dir})
 	must(t, err)
 	defer s.Close()
-	if got := version(t, s.w); got < 3 {
+	if got := version(t, s.w.DB); got < 3 {
 		t.Fatalf("got version %d after Open, want at least 3", got)
 	}
 	if _, err := s.Envelope(ctx, "a1"); !errors.Is(err, ErrNotFound) {
@@ -219,7 +219,7 @@ func TestMigrateRetries(t *testing.T) {
 	s, err := Open(ctx, Config{Dir: dir})
 	must(t, err)
 	defer s.Close()
-	if got := version(t, s.w); got < 4 {
+	if got := version(t, s.w.DB); got < 4 {
 		t.Fatalf("got version %d after Open, want at least 4", got)
 	}
 	got, err := s.GetAttempt(ctx, "a1")

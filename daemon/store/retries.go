@@ -25,7 +25,7 @@ func (s *Store) CreateRetry(ctx context.Context, a apitype.Attempt, of string, r
 	if err != nil {
 		return fmt.Errorf("unable to create retry %s of %s: %w", a.ID, of, err)
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(tx *tx) error {
 		var (
 			n         int64
 			run       sql.NullString
@@ -85,7 +85,7 @@ func (s *Store) CreateRetry(ctx context.Context, a apitype.Attempt, of string, r
 // error matching ErrNotFound; a second request of an attempt one
 // matching ErrConflict.
 func (s *Store) SaveRequest(ctx context.Context, id string, request []byte) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *tx) error {
 		var n int64
 		if err := tx.QueryRowContext(ctx, `SELECT n FROM attempts WHERE id = ?`, id).Scan(&n); err != nil {
 			return translate(err)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -28,7 +27,7 @@ func (s *Store) ReviewAttempt(ctx context.Context, id string, rv apitype.Review)
 	if err := validReview(rv); err != nil {
 		return apitype.Attempt{}, fmt.Errorf("unable to review attempt %s: %w", id, err)
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *tx) error {
 		a, err := scanAttempt(tx.QueryRowContext(ctx, attemptSelect+` WHERE a.id = ?`, id))
 		if err != nil {
 			return err

@@ -195,7 +195,7 @@ func TestMigrateReviews(t *testing.T) {
 	s, err := Open(ctx, Config{Dir: dir})
 	must(t, err)
 	defer s.Close()
-	if got := version(t, s.w); got < step+1 {
+	if got := version(t, s.w.DB); got < step+1 {
 		t.Fatalf("got version %d after Open, want at least %d", got, step+1)
 	}
 	got, err := s.GetAttempt(ctx, "a1")

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -14,7 +13,7 @@ func (s *Store) SaveEnvelope(ctx context.Context, id, keyID string, envelope []b
 	if len(envelope) == 0 || keyID == "" {
 		return fmt.Errorf("unable to save the signature of attempt %s: %w: empty envelope or key id", id, ErrInvalid)
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *tx) error {
 		var n int64
 		if err := tx.QueryRowContext(ctx, `SELECT n FROM attempts WHERE id = ?`, id).Scan(&n); err != nil {
 			return translate(err)

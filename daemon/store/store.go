@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"benchd.dev/fsmon/journal"
 
@@ -26,16 +27,29 @@ type Config struct {
 	// Dir is the state directory (benchd's --state). It is created if
 	// missing; the database is Dir/DBName and the blobs Dir/BlobsName.
 	Dir string
+	// Database is where the records are: empty for SQLite in
+	// Dir/DBName, or the URL of a PostgreSQL database
+	// (postgres://... or postgresql://..., as pgx reads it). With
+	// PostgreSQL, Dir/BlobsName is this host's cache of the blobs the
+	// database holds.
+	Database string
 	// Logger receives migrations and recovery; nil means none.
 	Logger *slog.Logger
+}
+
+// IsPostgres reports whether database (Config.Database) names a
+// PostgreSQL database.
+func IsPostgres(database string) bool {
+	return strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://")
 }
 
 // Store is benchd's state. It is safe for concurrent use.
 type Store struct {
 	dir   string
 	log   *slog.Logger
-	w     *sql.DB // one connection: every write goes through it
-	r     *sql.DB // read-only connections
+	d     dialect
+	w     db // SQLite: one connection, every write goes through it
+	r     db // SQLite: read-only connections; PostgreSQL: w's pool
 	blobs *journal.Blobs
 }
 
@@ -75,8 +89,17 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		log:   log.With("component", "store"),
 		blobs: &journal.Blobs{Dir: blobDir},
 	}
+	switch {
+	case IsPostgres(cfg.Database):
+		s.d = postgresDialect{}
+		return s, s.openPostgres(ctx, cfg.Database)
+	case cfg.Database != "":
+		return nil, fmt.Errorf("unable to open store: %w: database %q is neither empty (SQLite) nor a postgres:// URL", ErrInvalid, redact(cfg.Database))
+	}
+	s.d = sqliteDialect{}
 	path := filepath.Join(dir, DBName)
-	if s.w, err = sql.Open("sqlite3", dsn(path, "&_txlock=immediate")); err != nil {
+	s.w.d, s.r.d = s.d, s.d
+	if s.w.DB, err = sql.Open("sqlite3", dsn(path, "&_txlock=immediate")); err != nil {
 		return nil, fmt.Errorf("unable to open store: %w", err)
 	}
 	s.w.SetMaxOpenConns(1)
@@ -89,11 +112,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.w.Close()
 		return nil, fmt.Errorf("unable to open store %s: %w", path, err)
 	}
-	if err := migrate(ctx, s.w, migrations, s.log); err != nil {
+	if err := migrate(ctx, s.d, s.w.DB, migrations, s.log); err != nil {
 		s.w.Close()
 		return nil, fmt.Errorf("unable to open store %s: %w", path, err)
 	}
-	if s.r, err = sql.Open("sqlite3", dsn(path, "&_query_only=true")); err != nil {
+	if s.r.DB, err = sql.Open("sqlite3", dsn(path, "&_query_only=true")); err != nil {
 		s.w.Close()
 		return nil, fmt.Errorf("unable to open store: %w", err)
 	}
@@ -107,7 +130,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // Close closes the database. Calls after Close fail.
 func (s *Store) Close() error {
 	var rerr error
-	if s.r != nil {
+	if s.r.DB != nil && s.r.DB != s.w.DB {
 		rerr = s.r.Close()
 	}
 	// Closing the last connection checkpoints the log into the database.
@@ -128,16 +151,21 @@ func (s *Store) Dir() string { return s.dir }
 // the blobs of every ingested journal.
 func (s *Store) Blobs() *journal.Blobs { return s.blobs }
 
-// querier is a *sql.DB or a *sql.Tx.
+// querier is a db or a *tx.
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// writeTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits
-// it, or rolls it back when fn fails.
-func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// writeTx runs fn in a write transaction (BEGIN IMMEDIATE on SQLite,
+// the writers' advisory lock on PostgreSQL) and commits it, or rolls it
+// back when fn fails.
+func (s *Store) writeTx(ctx context.Context, fn func(tx *tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
+		return err
+	}
+	if err := s.d.lockWrite(ctx, tx.Tx); err != nil {
+		tx.Rollback()
 		return err
 	}
 	if err := fn(tx); err != nil {

@@ -31,13 +31,13 @@ func TestOpen(t *testing.T) {
 		q    string
 		want string
 	}{
-		{"journal mode", s.w, "PRAGMA journal_mode", "wal"},
-		{"synchronous FULL", s.w, "PRAGMA synchronous", "2"},
-		{"foreign keys", s.w, "PRAGMA foreign_keys", "1"},
-		{"busy timeout", s.w, "PRAGMA busy_timeout", "5000"},
-		{"readers foreign keys", s.r, "PRAGMA foreign_keys", "1"},
-		{"readers query only", s.r, "PRAGMA query_only", "1"},
-		{"schema version", s.w, "SELECT version FROM schema_version", fmt.Sprint(SchemaVersion())},
+		{"journal mode", s.w.DB, "PRAGMA journal_mode", "wal"},
+		{"synchronous FULL", s.w.DB, "PRAGMA synchronous", "2"},
+		{"foreign keys", s.w.DB, "PRAGMA foreign_keys", "1"},
+		{"busy timeout", s.w.DB, "PRAGMA busy_timeout", "5000"},
+		{"readers foreign keys", s.r.DB, "PRAGMA foreign_keys", "1"},
+		{"readers query only", s.r.DB, "PRAGMA query_only", "1"},
+		{"schema version", s.w.DB, "SELECT version FROM schema_version", fmt.Sprint(SchemaVersion())},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

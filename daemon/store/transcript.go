@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +18,7 @@ const MaxTranscriptBytes = 16 << 20
 // SaveTranscript stores the transcript of attempt attemptID, replacing
 // any stored before. The attempt must exist (else ErrNotFound).
 func (s *Store) SaveTranscript(ctx context.Context, attemptID string, t apitype.Transcript) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *tx) error {
 		an, err := attemptN(ctx, tx, attemptID)
 		if err != nil {
 			return err
