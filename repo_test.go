@@ -99,6 +99,7 @@ var allowed = map[string][]string{
 	"daemon/e2e":         {},
 	"cmd/benchd":         {"*", "-client"},
 	"internal/testenv":   {},
+	"internal/pgtest":    {"internal/testenv"},
 	"internal/undo":      {},
 	"internal/dsse":      {},
 	"internal/modelfake": {},

@@ -11,6 +11,7 @@ import (
 
 	"benchd.dev/client/apitype"
 	"benchd.dev/fsmon/journal"
+	"benchd.dev/internal/pgtest"
 )
 
 // openTest opens a store in a new temporary directory, closed at the end
@@ -105,4 +106,46 @@ func wantErr(t testing.TB, err, want error) {
 	case want != nil && !errors.Is(err, want):
 		t.Fatalf("got error %v, want one matching %v", err, want)
 	}
+}
+
+// A backend is one of the databases the store runs on.
+type backend struct {
+	name string
+	// open opens a new, empty store, closed at the end of the test.
+	open func(t testing.TB) *Store
+}
+
+// backends are SQLite and PostgreSQL; the store's tests run on each.
+var backends = []backend{
+	{"sqlite", openTest},
+	{"postgres", openPostgresTest},
+}
+
+// eachBackend runs fn as a subtest per backend.
+func eachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { fn(t, b) })
+	}
+}
+
+// openPostgresTest opens a store on a new database of the test binary's
+// PostgreSQL cluster (skipping the test where PostgreSQL is missing),
+// with its blob cache in a new temporary directory.
+func openPostgresTest(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Config{Dir: t.TempDir(), Database: pgtest.Database(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := pgtest.StopShared(); err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		code = 1
+	}
+	os.Exit(code)
 }

@@ -75,49 +75,51 @@ func TestOpen(t *testing.T) {
 }
 
 func TestRuns(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	r1 := apitype.Run{ID: "r1", Task: "rt-01", Agent: "builtin:reference", Attempts: []string{"a2", "a1", "a3"}, Created: base}
-	must(t, s.CreateRun(ctx, r1))
-	tests := []struct {
-		name    string
-		create  *apitype.Run // created first, when set
-		get     string
-		want    apitype.Run
-		wantErr error
-	}{
-		{name: "get", get: "r1", want: r1},
-		{name: "not found", get: "nope", wantErr: ErrNotFound},
-		{name: "duplicate id", create: &apitype.Run{ID: "r1", Task: "rt-02"}, wantErr: ErrConflict},
-		{name: "empty id", create: &apitype.Run{Task: "rt-02"}, wantErr: ErrInvalid},
-		{name: "no attempts", create: &apitype.Run{ID: "r2", Task: "rt-02", Agent: "x", Created: base},
-			get: "r2", want: apitype.Run{ID: "r2", Task: "rt-02", Agent: "x", Created: base}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.create != nil {
-				err := s.CreateRun(ctx, *tt.create)
-				if tt.get == "" {
-					wantErr(t, err, tt.wantErr)
-					return
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := be.open(t)
+		r1 := apitype.Run{ID: "r1", Task: "rt-01", Agent: "builtin:reference", Attempts: []string{"a2", "a1", "a3"}, Created: base}
+		must(t, s.CreateRun(ctx, r1))
+		tests := []struct {
+			name    string
+			create  *apitype.Run // created first, when set
+			get     string
+			want    apitype.Run
+			wantErr error
+		}{
+			{name: "get", get: "r1", want: r1},
+			{name: "not found", get: "nope", wantErr: ErrNotFound},
+			{name: "duplicate id", create: &apitype.Run{ID: "r1", Task: "rt-02"}, wantErr: ErrConflict},
+			{name: "empty id", create: &apitype.Run{Task: "rt-02"}, wantErr: ErrInvalid},
+			{name: "no attempts", create: &apitype.Run{ID: "r2", Task: "rt-02", Agent: "x", Created: base},
+				get: "r2", want: apitype.Run{ID: "r2", Task: "rt-02", Agent: "x", Created: base}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				if tt.create != nil {
+					err := s.CreateRun(ctx, *tt.create)
+					if tt.get == "" {
+						wantErr(t, err, tt.wantErr)
+						return
+					}
+					must(t, err)
 				}
-				must(t, err)
-			}
-			got, err := s.GetRun(ctx, tt.get)
-			wantErr(t, err, tt.wantErr)
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %+v, want %+v", got, tt.want)
+				got, err := s.GetRun(ctx, tt.get)
+				wantErr(t, err, tt.wantErr)
+				if !reflect.DeepEqual(got, tt.want) {
+					t.Errorf("got %+v, want %+v", got, tt.want)
+				}
+			})
+		}
+		t.Run("created defaults to now", func(t *testing.T) {
+			before := time.Now()
+			must(t, s.CreateRun(ctx, apitype.Run{ID: "r3"}))
+			got, err := s.GetRun(ctx, "r3")
+			must(t, err)
+			if got.Created.Before(before.Add(-time.Second)) || got.Created.After(time.Now().Add(time.Second)) {
+				t.Errorf("got Created %v, want about %v", got.Created, before)
 			}
 		})
-	}
-	t.Run("created defaults to now", func(t *testing.T) {
-		before := time.Now()
-		must(t, s.CreateRun(ctx, apitype.Run{ID: "r3"}))
-		got, err := s.GetRun(ctx, "r3")
-		must(t, err)
-		if got.Created.Before(before.Add(-time.Second)) || got.Created.After(time.Now().Add(time.Second)) {
-			t.Errorf("got Created %v, want about %v", got.Created, before)
-		}
 	})
 }
 
@@ -147,101 +149,107 @@ func fullAttempt(id string) apitype.Attempt {
 }
 
 func TestCreateAttempt(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	must(t, s.CreateRun(ctx, apitype.Run{ID: "r1", Task: "rt-01", Created: base}))
-	mustCreate(t, s, apitype.Attempt{ID: "dup", Task: "rt-01", Created: base})
-	tests := []struct {
-		name      string
-		in        apitype.Attempt
-		wantErr   error
-		wantState string
-	}{
-		{name: "empty state is queued", in: apitype.Attempt{ID: "a1", Run: "r1", Task: "rt-01", Created: base}, wantState: apitype.StateQueued},
-		{name: "queued", in: apitype.Attempt{ID: "a2", Task: "rt-01", State: apitype.StateQueued, Created: base}, wantState: apitype.StateQueued},
-		{name: "no run", in: apitype.Attempt{ID: "a3", Task: "rt-01", Created: base}, wantState: apitype.StateQueued},
-		{name: "running", in: apitype.Attempt{ID: "a4", Task: "rt-01", State: apitype.StateRunning}, wantErr: ErrInvalid},
-		{name: "empty id", in: apitype.Attempt{Task: "rt-01"}, wantErr: ErrInvalid},
-		{name: "duplicate id", in: apitype.Attempt{ID: "dup", Task: "rt-01"}, wantErr: ErrConflict},
-		{name: "missing run", in: apitype.Attempt{ID: "a5", Run: "r9", Task: "rt-01"}, wantErr: ErrNotFound},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := s.CreateAttempt(ctx, tt.in)
-			wantErr(t, err, tt.wantErr)
-			got, gerr := s.GetAttempt(ctx, tt.in.ID)
-			if tt.wantErr != nil {
-				if tt.wantErr != ErrConflict && !errors.Is(gerr, ErrNotFound) {
-					t.Errorf("after a failed create: got %v, want ErrNotFound", gerr)
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := be.open(t)
+		must(t, s.CreateRun(ctx, apitype.Run{ID: "r1", Task: "rt-01", Created: base}))
+		mustCreate(t, s, apitype.Attempt{ID: "dup", Task: "rt-01", Created: base})
+		tests := []struct {
+			name      string
+			in        apitype.Attempt
+			wantErr   error
+			wantState string
+		}{
+			{name: "empty state is queued", in: apitype.Attempt{ID: "a1", Run: "r1", Task: "rt-01", Created: base}, wantState: apitype.StateQueued},
+			{name: "queued", in: apitype.Attempt{ID: "a2", Task: "rt-01", State: apitype.StateQueued, Created: base}, wantState: apitype.StateQueued},
+			{name: "no run", in: apitype.Attempt{ID: "a3", Task: "rt-01", Created: base}, wantState: apitype.StateQueued},
+			{name: "running", in: apitype.Attempt{ID: "a4", Task: "rt-01", State: apitype.StateRunning}, wantErr: ErrInvalid},
+			{name: "empty id", in: apitype.Attempt{Task: "rt-01"}, wantErr: ErrInvalid},
+			{name: "duplicate id", in: apitype.Attempt{ID: "dup", Task: "rt-01"}, wantErr: ErrConflict},
+			{name: "missing run", in: apitype.Attempt{ID: "a5", Run: "r9", Task: "rt-01"}, wantErr: ErrNotFound},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				err := s.CreateAttempt(ctx, tt.in)
+				wantErr(t, err, tt.wantErr)
+				got, gerr := s.GetAttempt(ctx, tt.in.ID)
+				if tt.wantErr != nil {
+					if tt.wantErr != ErrConflict && !errors.Is(gerr, ErrNotFound) {
+						t.Errorf("after a failed create: got %v, want ErrNotFound", gerr)
+					}
+					return
 				}
-				return
-			}
-			must(t, gerr)
-			want := tt.in
-			want.State = tt.wantState
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("got %+v, want %+v", got, want)
+				must(t, gerr)
+				want := tt.in
+				want.State = tt.wantState
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("got %+v, want %+v", got, want)
+				}
+			})
+		}
+		t.Run("every field round-trips", func(t *testing.T) {
+			a := fullAttempt("full")
+			q := a
+			q.State = apitype.StateQueued
+			must(t, s.CreateAttempt(ctx, q))
+			must(t, s.UpdateAttempt(ctx, a))
+			got, err := s.GetAttempt(ctx, "full")
+			must(t, err)
+			if !reflect.DeepEqual(got, a) {
+				t.Errorf("got\n%+v\nwant\n%+v", got, a)
 			}
 		})
-	}
-	t.Run("every field round-trips", func(t *testing.T) {
-		a := fullAttempt("full")
-		q := a
-		q.State = apitype.StateQueued
-		must(t, s.CreateAttempt(ctx, q))
-		must(t, s.UpdateAttempt(ctx, a))
-		got, err := s.GetAttempt(ctx, "full")
-		must(t, err)
-		if !reflect.DeepEqual(got, a) {
-			t.Errorf("got\n%+v\nwant\n%+v", got, a)
-		}
 	})
 }
 
 func TestUpdateAttempt(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	must(t, s.CreateRun(ctx, apitype.Run{ID: "r1", Task: "rt-01", Created: base}))
-	mustCreate(t, s, apitype.Attempt{ID: "a1", Run: "r1", Task: "rt-01", Created: base})
-	done := fullAttempt("a1")
-	tests := []struct {
-		name    string
-		in      apitype.Attempt
-		wantErr error
-	}{
-		{name: "running", in: apitype.Attempt{ID: "a1", Run: "r1", Task: "rt-01", State: apitype.StateRunning, Phase: apitype.PhaseMount, Created: base}},
-		{name: "done", in: done},
-		{name: "not found", in: apitype.Attempt{ID: "nope", State: apitype.StateRunning}, wantErr: ErrNotFound},
-		{name: "unknown state", in: apitype.Attempt{ID: "a1", State: "sleeping"}, wantErr: ErrInvalid},
-		{name: "empty state", in: apitype.Attempt{ID: "a1"}, wantErr: ErrInvalid},
-		{name: "missing run", in: apitype.Attempt{ID: "a1", Run: "r9", State: apitype.StateDone}, wantErr: ErrNotFound},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before, _ := s.GetAttempt(ctx, "a1")
-			err := s.UpdateAttempt(ctx, tt.in)
-			wantErr(t, err, tt.wantErr)
-			got, _ := s.GetAttempt(ctx, "a1")
-			want := tt.in
-			if tt.wantErr != nil {
-				want = before // a failed update changes nothing
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("got %+v, want %+v", got, want)
-			}
-		})
-	}
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := be.open(t)
+		must(t, s.CreateRun(ctx, apitype.Run{ID: "r1", Task: "rt-01", Created: base}))
+		mustCreate(t, s, apitype.Attempt{ID: "a1", Run: "r1", Task: "rt-01", Created: base})
+		done := fullAttempt("a1")
+		tests := []struct {
+			name    string
+			in      apitype.Attempt
+			wantErr error
+		}{
+			{name: "running", in: apitype.Attempt{ID: "a1", Run: "r1", Task: "rt-01", State: apitype.StateRunning, Phase: apitype.PhaseMount, Created: base}},
+			{name: "done", in: done},
+			{name: "not found", in: apitype.Attempt{ID: "nope", State: apitype.StateRunning}, wantErr: ErrNotFound},
+			{name: "unknown state", in: apitype.Attempt{ID: "a1", State: "sleeping"}, wantErr: ErrInvalid},
+			{name: "empty state", in: apitype.Attempt{ID: "a1"}, wantErr: ErrInvalid},
+			{name: "missing run", in: apitype.Attempt{ID: "a1", Run: "r9", State: apitype.StateDone}, wantErr: ErrNotFound},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				before, _ := s.GetAttempt(ctx, "a1")
+				err := s.UpdateAttempt(ctx, tt.in)
+				wantErr(t, err, tt.wantErr)
+				got, _ := s.GetAttempt(ctx, "a1")
+				want := tt.in
+				if tt.wantErr != nil {
+					want = before // a failed update changes nothing
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("got %+v, want %+v", got, want)
+				}
+			})
+		}
+	})
 }
 
 func TestGetAttemptNotFound(t *testing.T) {
-	s := openTest(t)
-	for _, id := range []string{"", "nope", "a1'; DROP TABLE attempts; --"} {
-		t.Run(id, func(t *testing.T) {
-			_, err := s.GetAttempt(context.Background(), id)
-			wantErr(t, err, ErrNotFound)
-			if err != nil && !strings.Contains(err.Error(), "not found") {
-				t.Errorf("got message %q, want it to say not found", err)
-			}
-		})
-	}
+	eachBackend(t, func(t *testing.T, be backend) {
+		s := be.open(t)
+		for _, id := range []string{"", "nope", "a1'; DROP TABLE attempts; --"} {
+			t.Run(id, func(t *testing.T) {
+				_, err := s.GetAttempt(context.Background(), id)
+				wantErr(t, err, ErrNotFound)
+				if err != nil && !strings.Contains(err.Error(), "not found") {
+					t.Errorf("got message %q, want it to say not found", err)
+				}
+			})
+		}
+	})
 }

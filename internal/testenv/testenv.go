@@ -12,6 +12,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -40,6 +43,10 @@ const (
 	// NodeAgents: the agent CLIs codex, claude and qwen installed by
 	// scripts/setup-agents under AgentsPrefix, and node to run qwen.
 	NodeAgents Feature = "node-agents"
+	// Postgres: Debian's PostgreSQL server binaries (initdb, pg_ctl,
+	// postgres) under /usr/lib/postgresql/VERSION/bin, for a private
+	// cluster (internal/pgtest).
+	Postgres Feature = "postgres"
 )
 
 // AgentsPrefix is where scripts/setup-agents installs the agent CLIs
@@ -128,6 +135,9 @@ func probe(f Feature) error {
 			return fmt.Errorf("python3-pytest is not installed: %v: %s", err, strings.TrimSpace(string(out)))
 		}
 		return nil
+	case Postgres:
+		_, err := PostgresBin()
+		return err
 	case Chromium:
 		if _, err := os.Stat("/usr/bin/chromium"); err != nil {
 			return fmt.Errorf("Debian's chromium is not installed: %w", err)
@@ -175,4 +185,29 @@ func probe(f Feature) error {
 		return nil
 	}
 	return fmt.Errorf("unknown feature %q", f)
+}
+
+// PostgresBin returns the directory of Debian's PostgreSQL server
+// binaries, the newest version installed.
+func PostgresBin() (string, error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return pgVersion(dirs[i]) > pgVersion(dirs[j]) })
+	for _, d := range dirs {
+		ok := true
+		for _, b := range []string{"initdb", "pg_ctl", "postgres"} {
+			if fi, err := os.Stat(filepath.Join(d, b)); err != nil || fi.Mode().Perm()&0o111 == 0 {
+				ok = false
+			}
+		}
+		if ok {
+			return d, nil
+		}
+	}
+	return "", errors.New("no PostgreSQL server under /usr/lib/postgresql/*/bin (apt-get install postgresql-15)")
+}
+
+// pgVersion is the major version in a /usr/lib/postgresql/VERSION/bin path.
+func pgVersion(dir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+	return n
 }
