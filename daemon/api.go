@@ -422,7 +422,10 @@ func (s *server) handleBlob(w http.ResponseWriter, r *http.Request) error {
 	if !journal.ValidSHA(sha) {
 		return fmt.Errorf("blob %q is not a sha256 hex digest: %w", sha, errInvalid)
 	}
-	blobs := s.store.Blobs()
+	blobs, err := s.store.BlobsFor(r.Context(), a.ID)
+	if err != nil {
+		return err
+	}
 	if !blobs.Has(sha) {
 		return fmt.Errorf("blob %s of attempt %s: %w", sha, a.ID, errNotFound)
 	}

@@ -153,7 +153,11 @@ func (s *server) handleRegrade(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer os.RemoveAll(tmp)
 	final := filepath.Join(tmp, "final")
-	if err := journal.Replay(recs, s.store.Blobs(), ^uint64(0), final); err != nil {
+	blobs, err := s.store.BlobsFor(ctx, a.ID)
+	if err != nil {
+		return err
+	}
+	if err := journal.Replay(recs, blobs, ^uint64(0), final); err != nil {
 		return fmt.Errorf("unable to rebuild the final tree of attempt %s: %w", a.ID, err)
 	}
 	after, err := s.engine.Regrade(ctx, task, a, final)

@@ -30,6 +30,11 @@ type Config struct {
 	// StateDir holds the database, the blobs and the attempts' work
 	// directories; default DefaultStateDir.
 	StateDir string
+	// Database is where the store keeps its records: empty for SQLite
+	// in StateDir, or a postgres:// URL (store.Config.Database); the
+	// blobs are then in the database, and StateDir/blobs is this host's
+	// cache of them.
+	Database string
 	// TasksDir is the task store; default tasks.DefaultDir().
 	TasksDir string
 	// Concurrency is how many attempts run at once; default runtime.NumCPU().
@@ -204,7 +209,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("unable to load the host key: %w", err)
 	}
-	st, err := store.Open(ctx, store.Config{Dir: cfg.StateDir, Logger: cfg.Logger})
+	st, err := store.Open(ctx, store.Config{Dir: cfg.StateDir, Database: cfg.Database, Logger: cfg.Logger})
 	if err != nil {
 		return fmt.Errorf("unable to open the store: %w", err)
 	}

@@ -100,7 +100,10 @@ func (s *server) handleExport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	blobs := s.store.Blobs()
+	blobs, err := s.store.BlobsFor(r.Context(), a.ID)
+	if err != nil {
+		return err
+	}
 	shas, err := referencedBlobs(recs, blobs)
 	if err != nil {
 		return fmt.Errorf("attempt %s: %w", a.ID, err)

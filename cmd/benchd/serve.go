@@ -15,6 +15,7 @@ import (
 
 	"benchd.dev/client/apitype"
 	"benchd.dev/daemon"
+	"benchd.dev/daemon/store"
 	"benchd.dev/tasks"
 )
 
@@ -31,6 +32,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl.SetOutput(io.Discard)
 	socket := fl.String("socket", apitype.DefaultSocket, "unix socket to listen on")
 	state := fl.String("state", daemon.DefaultStateDir, "state directory (database, blobs, attempts)")
+	database := fl.String("database", "", "PostgreSQL database URL (postgres://...) for the store (default: SQLite in the state directory)")
 	tasksDir := fl.String("tasks", "", "task store (default: $BENCHD_TASKS or the installed tasks)")
 	concurrency := fl.Int("concurrency", 0, "attempts run at once (default: the number of cores)")
 	maxQueued := fl.Int("max-queued", daemon.DefaultMaxQueued, "attempts that may wait in the queue; a run beyond it is refused as busy")
@@ -53,6 +55,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *maxQueued < 1 {
 		return fail(stderr, 2, "--max-queued %d: want at least 1", *maxQueued)
 	}
+	if *database != "" && !store.IsPostgres(*database) {
+		return fail(stderr, 2, "--database: want a postgres:// or postgresql:// URL")
+	}
 	if os.Geteuid() != 0 {
 		return fail(stderr, 2, "the daemon must run as root")
 	}
@@ -73,6 +78,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg := daemon.Config{
 		Socket:       *socket,
 		StateDir:     *state,
+		Database:     *database,
 		TasksDir:     *tasksDir,
 		Concurrency:  *concurrency,
 		Retries:      *retries,

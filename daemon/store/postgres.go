@@ -209,7 +209,8 @@ func insertBlob(ctx context.Context, tx *tx, blobs *journal.Blobs, sha string, b
 // ingested the journal: each blob missing from the local cache is
 // fetched from the database and placed by journal.Blobs, which hashes
 // it, and a blob whose content does not match its name is an error
-// matching ErrInvalid. An attempt without a journal has no blobs.
+// matching journal.ErrBlobCorrupt (and is not placed). An attempt
+// without a journal has no blobs.
 func (s *Store) BlobsFor(ctx context.Context, attemptID string) (*journal.Blobs, error) {
 	if _, ok := s.d.(postgresDialect); !ok {
 		return s.blobs, nil
@@ -294,7 +295,9 @@ func (s *Store) fetchBlob(ctx context.Context, sha string) error {
 		return err
 	}
 	if got != sha {
-		return fmt.Errorf("%w: blob %s: %w (content hashes to %s)", ErrInvalid, sha, journal.ErrBlobCorrupt, got)
+		// Not ErrInvalid: the caller asked for nothing wrong, the
+		// database holds a corrupt blob.
+		return fmt.Errorf("blob %s: %w (the stored content hashes to %s)", sha, journal.ErrBlobCorrupt, got)
 	}
 	return nil
 }
