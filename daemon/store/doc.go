@@ -2,10 +2,12 @@
 // each attempt's journal and transcript in a SQLite database
 // (STATE/benchd.db), and the content blobs the journals name in a
 // content-addressed directory beside it (STATE/blobs, the layout of
-// fsmon/journal.Blobs).
+// fsmon/journal.Blobs). Or, for a fleet of benchd hosts, all of it in one
+// PostgreSQL database (Config.Database, benchd --database URL; see
+// PostgreSQL below), each host keeping STATE/blobs as its cache.
 //
 // Open opens (creating if needed) and migrates the database; every method
-// of Store is safe for concurrent use.
+// of Store is safe for concurrent use. SQLite stays the embedded default.
 //
 // # Schema
 //
@@ -56,7 +58,8 @@
 //
 // # Durability
 //
-// The database runs in WAL mode: readers never block the writer nor the
+// (This section is SQLite's; PostgreSQL has its own below.) The
+// database runs in WAL mode: readers never block the writer nor the
 // writer the readers, so listing attempts and streaming a journal go on
 // while another journal is ingested, and a commit is one append to the
 // log. The store keeps two connection pools: one writer connection
@@ -154,10 +157,89 @@
 // check in the transaction that names the first review), and only when
 // its outcome is review.
 //
+// # PostgreSQL
+//
+// The store is one interface with two implementations, but the
+// interface is the dialect, not Store: Store and its methods (the
+// queries, the checks in each transaction, the error classes, the
+// ordering) are written once in the SQL both databases understand, over
+// database/sql, and a dialect (dialect.go: sqliteDialect,
+// postgresDialect) supplies only what differs: placeholders (? becomes
+// $1, $2, ... in one place, rebind), how a write transaction takes its
+// lock, how to see whether the schema exists, which migrations make the
+// schema, and the options of a snapshot read. So there is one truth
+// for the semantics, and the same tests (each run on both backends,
+// backends in helpers_test.go) hold both to it; the daemon keeps using
+// *Store whichever database is behind it.
+//
+// The driver is pgx (github.com/jackc/pgx/v5) through its database/sql
+// adapter (pgx/v5/stdlib), not pgx's native interface: the store's code
+// is database/sql for SQLite already, so both backends share every line
+// that touches a row, and the transactions are *sql.Tx. A later step
+// that queues jobs with River in the same transactions can use River's
+// database/sql driver on the same pool (or reach the pgx connection
+// under a *sql.Conn through sql.Conn.Raw and stdlib.Conn) without a
+// second code path.
+//
+// The schema is the same tables with the same meaning, with
+// PostgreSQL's types: BIGINT for the integers (nanosecond times, keys),
+// BYTEA for SQLite's BLOBs, BOOLEAN for the transcripts' truncated
+// flags, attempts.n an identity column instead of the rowid (so an
+// insert returns it with RETURNING n, which SQLite understands too), and
+// the id columns COLLATE "C", so that they sort by byte as in SQLite
+// (AttemptIDs scans a prefix as a key range). Its migrations are a list
+// of their own (pgMigrations): no PostgreSQL database was released
+// before, so its first step is SQLite's five at once; a change from now
+// on is a new step in each list. schema_version means the same and a
+// newer database is refused alike (ErrSchemaTooNew).
+//
+// Transactions. SQLite has one writer at a time, and the store's checks
+// rely on it (CreateRetry reads a run's attempts and writes them back;
+// ReviewAttempt checks and then inserts). On PostgreSQL every write
+// transaction (and every migration step) first takes one
+// transaction-scoped advisory lock (pg_advisory_xact_lock), so writers
+// of all hosts queue as SQLite's do and each statement after the lock
+// sees every earlier commit (READ COMMITTED): the same semantics, with
+// the constraints (unique retry_of, the primary keys) as the second
+// guard they are on SQLite. Several hosts starting at once migrate once:
+// the first applies each step, the others wait and find it applied.
+// Reads take no lock; the one read that must see one snapshot (a
+// journal's lines and their count) is a REPEATABLE READ transaction.
+// The price is that writes do not run in parallel across the fleet,
+// which is where SQLite is today; a narrower lock is for a later step.
+// PostgreSQL's durability is the server's (synchronous_commit, fsync):
+// benchd commits as it does on SQLite and relies on the server's
+// defaults, which are durable.
+//
+// Blobs. The hosts of a fleet share no file system, so on PostgreSQL the
+// blobs are in the database: blobs(sha, size), their content in
+// blob_chunks(sha, i, data) rows of 1 MiB, and journal_blobs(attempt,
+// sha) the blobs of each journal (its blob directory when it was
+// ingested). IngestJournal places the blobs in the local STATE/blobs as
+// on SQLite and then, in the transaction that stores the lines, inserts
+// each blob the database lacks (hashing it as it goes: a blob whose
+// content does not match its name fails the ingest with ErrInvalid) and
+// names every one in journal_blobs: a committed journal never names a
+// missing blob, on any host. A blob is stored once whichever journals
+// name it. STATE/blobs is each host's cache: BlobsFor(attempt) makes
+// sure every blob of the attempt's journal is in it, fetching the
+// missing ones from the database (journal.Blobs hashes each as it places
+// it; a mismatch is journal.ErrBlobCorrupt and is not placed), and
+// returns it; the daemon calls it before it reads an attempt's blobs
+// (the blob endpoint, export, regrade), so journal.Replay and the rest
+// read files as before. With SQLite BlobsFor returns STATE/blobs as it
+// is.
+//
+// Config.Database is trusted: it comes from benchd's command line. Its
+// password, if it has one, is left out of error messages; pgx also
+// reads PGPASSWORD and ~/.pgpass, which keep it off the command line.
+//
 // # Errors
 //
 // Errors wrap one of ErrNotFound, ErrConflict, ErrInvalid or
 // ErrSchemaTooNew where one applies. sql.ErrNoRows becomes ErrNotFound
 // in exactly one place (translate), as do SQLite's unique and primary key
-// violations ErrConflict.
+// violations and PostgreSQL's unique_violation (SQLSTATE 23505)
+// ErrConflict, and a foreign key violation of either (23503)
+// ErrNotFound.
 package store
