@@ -72,6 +72,7 @@ func TestServeBadUsage(t *testing.T) {
 		{"negative retries", []string{"--retries", "-1"}, "--retries -1 is negative"},
 		{"bad retries", []string{"--retries", "twice"}, "invalid value"},
 		{"zero max queued", []string{"--max-queued", "0"}, "--max-queued 0: want at least 1"},
+		{"not a postgres URL", []string{"--database", "mysql://h/db"}, "--database: want a postgres:// or postgresql:// URL"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
