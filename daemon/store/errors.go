@@ -24,8 +24,8 @@ var (
 	ErrSchemaTooNew = errors.New("database schema is newer than this benchd supports")
 )
 
-// translate turns database/sql, SQLite and PostgreSQL errors into the store's error
-// classes. It is the one place where sql.ErrNoRows becomes ErrNotFound
+// translate turns database/sql, SQLite and PostgreSQL errors into the
+// store's error classes. It is the one place where sql.ErrNoRows becomes ErrNotFound
 // and a constraint violation ErrConflict or ErrNotFound.
 func translate(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {

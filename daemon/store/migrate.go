@@ -114,7 +114,8 @@ CREATE TABLE reviews (
 	},
 }
 
-// SchemaVersion is the schema version this package writes.
+// SchemaVersion is the schema version this package writes to SQLite
+// (PostgreSQL's migrations are a list of their own).
 func SchemaVersion() int { return len(migrations) }
 
 // schemaVersion returns the version recorded in db, 0 for a new database.
@@ -131,8 +132,8 @@ func schemaVersion(ctx context.Context, d dialect, q querier) (int, error) {
 	return v, nil
 }
 
-// migrate brings raw (a database of dialect d) up to len(steps), one transaction per step. It
-// refuses a database newer than len(steps).
+// migrate brings raw, a database of dialect d, up to len(steps), one
+// transaction per step. It refuses a database newer than len(steps).
 func migrate(ctx context.Context, d dialect, raw *sql.DB, steps []migration, log *slog.Logger) error {
 	for {
 		done, err := migrateOne(ctx, db{DB: raw, d: d}, steps, log)

@@ -146,15 +146,20 @@ func (s *Store) openPostgres(ctx context.Context, database string) error {
 func (s *Store) insertBlobs(ctx context.Context, tx *tx, an int64, shas []string) error {
 	buf := make([]byte, blobChunk)
 	for _, sha := range shas {
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM blobs WHERE sha = ?`, sha).Scan(&one)
-		switch {
-		case err == sql.ErrNoRows:
-			if err := insertBlob(ctx, tx, s.blobs, sha, buf); err != nil {
+		// The blob row first (the chunks refer to it), and only when
+		// the database lacks it. Writers hold the writers' lock, so no
+		// other ingest is between this insert and the chunks; the
+		// ON CONFLICT does not depend on it.
+		res, err := tx.ExecContext(ctx, `INSERT INTO blobs (sha, size) VALUES (?, 0) ON CONFLICT (sha) DO NOTHING`, sha)
+		if err != nil {
+			return fmt.Errorf("unable to store blob %s: %w", sha, translate(err))
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("unable to store blob %s: %w", sha, err)
+		} else if n == 1 {
+			if err := insertChunks(ctx, tx, s.blobs, sha, buf); err != nil {
 				return err
 			}
-		case err != nil:
-			return fmt.Errorf("unable to store blob %s: %w", sha, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO journal_blobs (attempt, sha) VALUES (?, ?)`, an, sha); err != nil {
 			return fmt.Errorf("unable to store blob %s: %w", sha, translate(err))
@@ -163,9 +168,10 @@ func (s *Store) insertBlobs(ctx context.Context, tx *tx, an int64, shas []string
 	return nil
 }
 
-// insertBlob copies blob sha of blobs into the database, chunk by chunk
-// through buf, and checks its hash.
-func insertBlob(ctx context.Context, tx *tx, blobs *journal.Blobs, sha string, buf []byte) error {
+// insertChunks copies the content of blob sha of blobs into the
+// database, chunk by chunk through buf, checks its hash and sets its
+// size.
+func insertChunks(ctx context.Context, tx *tx, blobs *journal.Blobs, sha string, buf []byte) error {
 	f, err := blobs.Open(sha)
 	if err != nil {
 		return fmt.Errorf("unable to store blob %s: %w", sha, err)
@@ -173,11 +179,6 @@ func insertBlob(ctx context.Context, tx *tx, blobs *journal.Blobs, sha string, b
 	defer f.Close()
 	h := sha256.New()
 	var size int64
-	// The blob row first: the chunks refer to it; a second host that
-	// stores the same blob waits on the writers' lock and then finds it.
-	if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (sha, size) VALUES (?, 0)`, sha); err != nil {
-		return fmt.Errorf("unable to store blob %s: %w", sha, translate(err))
-	}
 	for i := 0; ; i++ {
 		n, rerr := io.ReadFull(f, buf)
 		if n > 0 || i == 0 {

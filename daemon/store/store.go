@@ -72,6 +72,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Dir == "" {
 		return nil, fmt.Errorf("unable to open store: %w: no state directory", ErrInvalid)
 	}
+	if cfg.Database != "" && !IsPostgres(cfg.Database) {
+		return nil, fmt.Errorf("unable to open store: %w: database %q is neither empty (SQLite) nor a postgres:// URL", ErrInvalid, redact(cfg.Database))
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -89,12 +92,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		log:   log.With("component", "store"),
 		blobs: &journal.Blobs{Dir: blobDir},
 	}
-	switch {
-	case IsPostgres(cfg.Database):
+	if IsPostgres(cfg.Database) {
 		s.d = postgresDialect{}
-		return s, s.openPostgres(ctx, cfg.Database)
-	case cfg.Database != "":
-		return nil, fmt.Errorf("unable to open store: %w: database %q is neither empty (SQLite) nor a postgres:// URL", ErrInvalid, redact(cfg.Database))
+		if err := s.openPostgres(ctx, cfg.Database); err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	s.d = sqliteDialect{}
 	path := filepath.Join(dir, DBName)
@@ -147,8 +150,10 @@ func (s *Store) Close() error {
 // Dir returns the state directory.
 func (s *Store) Dir() string { return s.dir }
 
-// Blobs returns the content-addressed blob store (STATE/blobs) that holds
-// the blobs of every ingested journal.
+// Blobs returns the content-addressed blob store (STATE/blobs). With
+// SQLite it holds the blobs of every ingested journal; with PostgreSQL
+// it is this host's cache of the database's blobs, and BlobsFor is how
+// to read an attempt's blobs.
 func (s *Store) Blobs() *journal.Blobs { return s.blobs }
 
 // querier is a db or a *tx.
