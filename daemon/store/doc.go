@@ -230,6 +230,12 @@
 // read files as before. With SQLite BlobsFor returns STATE/blobs as it
 // is.
 //
+// One difference shows: PostgreSQL's TEXT holds neither a NUL byte nor
+// invalid UTF-8, which SQLite stores as given. Where one reaches a text
+// column (a review's why, a task name) PostgreSQL refuses the write, an
+// error matching ErrInvalid; the JSON columns never hold either
+// (encoding/json escapes NUL and replaces invalid UTF-8).
+//
 // Config.Database is trusted: it comes from benchd's command line. Its
 // password, if it has one, is left out of error messages; pgx also
 // reads PGPASSWORD and ~/.pgpass, which keep it off the command line.
@@ -240,6 +246,7 @@
 // ErrSchemaTooNew where one applies. sql.ErrNoRows becomes ErrNotFound
 // in exactly one place (translate), as do SQLite's unique and primary key
 // violations and PostgreSQL's unique_violation (SQLSTATE 23505)
-// ErrConflict, and a foreign key violation of either (23503)
-// ErrNotFound.
+// ErrConflict, a foreign key violation of either (23503) ErrNotFound,
+// and PostgreSQL's refusal of a NUL byte or invalid UTF-8 in text
+// (22021, 22P05) ErrInvalid.
 package store

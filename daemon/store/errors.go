@@ -38,6 +38,8 @@ func translate(err error) error {
 			return fmt.Errorf("%w: %v", ErrConflict, err)
 		case "23503": // foreign_key_violation: as SQLite's below
 			return fmt.Errorf("%w: %v (a row it refers to does not exist)", ErrNotFound, err)
+		case "22021", "22P05": // a NUL byte or invalid UTF-8 in a TEXT column, which SQLite stores
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 		return err
 	}

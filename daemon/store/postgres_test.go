@@ -246,3 +246,28 @@ func storeVersion(t *testing.T, s *Store) int {
 	must(t, err)
 	return v
 }
+
+// TestPostgresSchema checks what the PostgreSQL schema must keep from
+// SQLite's: ids sort by byte (AttemptIDs scans a prefix as a key
+// range), and text SQLite would store but PostgreSQL cannot is refused
+// as invalid.
+func TestPostgresSchema(t *testing.T) {
+	ctx := context.Background()
+	s := openHost(t, pgtest.Database(t))
+	for _, c := range []struct{ table, column string }{
+		{"runs", "id"}, {"attempts", "id"}, {"attempts", "run"}, {"blobs", "sha"},
+	} {
+		t.Run(c.table+"."+c.column, func(t *testing.T) {
+			var got string
+			must(t, s.r.QueryRowContext(ctx, `SELECT coalesce(collation_name, '') FROM information_schema.columns
+				WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?`, c.table, c.column).Scan(&got))
+			if got != "C" {
+				t.Errorf("got collation %q, want \"C\"", got)
+			}
+		})
+	}
+	t.Run("NUL in text", func(t *testing.T) {
+		err := s.CreateRun(ctx, apitype.Run{ID: "r1", Task: "rt-01\x00", Agent: "null"})
+		wantErr(t, err, ErrInvalid)
+	})
+}
