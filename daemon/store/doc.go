@@ -230,6 +230,13 @@
 // read files as before. With SQLite BlobsFor returns STATE/blobs as it
 // is.
 //
+// Not yet: attempts do not say which host runs them, so a starting
+// benchd's recovery (MarkInFlightInfraError) marks every running attempt
+// in the database infra_error, another host's too. Until the step that
+// assigns attempts to hosts (the queue), several benchd hosts may share
+// a database one after the other (a host's records, exports and regrades
+// are then served by the next), not at the same time.
+//
 // One difference shows: PostgreSQL's TEXT holds neither a NUL byte nor
 // invalid UTF-8, which SQLite stores as given. Where one reaches a text
 // column (a review's why, a task name) PostgreSQL refuses the write, an
