@@ -173,7 +173,9 @@ INSERT INTO schema_version (version) VALUES (0)`); err != nil {
 		}
 	}
 	step := steps[v]
-	if _, err := tx.ExecContext(ctx, step.sql); err != nil {
+	// As written, not rebound: a step has no placeholders, and its
+	// comments may hold what rebind would misread.
+	if _, err := tx.Tx.ExecContext(ctx, step.sql); err != nil {
 		return false, fmt.Errorf("unable to migrate to schema version %d (%s): %w", v+1, step.name, err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, v+1); err != nil {

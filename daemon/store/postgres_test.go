@@ -138,19 +138,19 @@ func TestBlobsForSQLite(t *testing.T) {
 	}
 }
 
-// lines is a slog handler's output, safe for concurrent writers.
-type lines struct {
+// logLines is a slog handler's output, safe for concurrent writers.
+type logLines struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (l *lines) Write(p []byte) (int, error) {
+func (l *logLines) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.Write(p)
 }
 
-func (l *lines) count(s string) int {
+func (l *logLines) count(s string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Count(l.buf.String(), s)
@@ -161,7 +161,7 @@ func (l *lines) count(s string) int {
 func TestPostgresMigrateOnce(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.Database(t)
-	var out lines
+	var out logLines
 	log := slog.New(slog.NewTextHandler(&out, nil))
 	const hosts = 6
 	errs := make([]error, hosts)
