@@ -23,7 +23,7 @@ import (
 // metricsAddr is the address benchd logged it serves /metrics on.
 func metricsAddr(t *testing.T, d *daemonProc) string {
 	t.Helper()
-	m := regexp.MustCompile(`msg="metrics served" addr=(\S+)`).FindStringSubmatch(d.log.String())
+	m := regexp.MustCompile(`msg="metrics served" .*\baddr=(\S+)`).FindStringSubmatch(d.log.String())
 	if m == nil {
 		t.Fatalf("benchd did not log its metrics address\n%s", d.log.String())
 	}
