@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -20,14 +22,22 @@ import (
 	"benchd.dev/client/apitype"
 )
 
-// metricsAddr is the address benchd logged it serves /metrics on.
+// metricsAddr is the address benchd logged it serves /metrics on. The
+// log comes through a pipe, which may lag behind READY=1: it is read
+// until the line is there, for a bounded time.
 func metricsAddr(t *testing.T, d *daemonProc) string {
 	t.Helper()
-	m := regexp.MustCompile(`msg="metrics served" .*\baddr=(\S+)`).FindStringSubmatch(d.log.String())
-	if m == nil {
-		t.Fatalf("benchd did not log its metrics address\n%s", d.log.String())
+	re := regexp.MustCompile(`msg="metrics served" .*\baddr=(\S+)`)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if m := re.FindStringSubmatch(d.log.String()); m != nil {
+			return m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("benchd did not log its metrics address within a minute of READY=1\n%s", d.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return m[1]
 }
 
 // scraped is one scrape of /metrics, parsed.
@@ -36,6 +46,7 @@ type scraped map[string]*dto.MetricFamily
 func scrapeMetrics(t *testing.T, addr string) scraped {
 	t.Helper()
 	hc := &http.Client{Timeout: 30 * time.Second}
+	start := time.Now()
 	resp, err := hc.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -44,8 +55,16 @@ func scrapeMetrics(t *testing.T, addr string) scraped {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /metrics: got status %d, want 200", resp.StatusCode)
 	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("GET /metrics: got content type %q, want the text format", ct)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("GET /metrics: %d bytes in %v", len(body), time.Since(start).Round(time.Microsecond))
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)
 	}
@@ -233,6 +252,7 @@ func TestDrain(t *testing.T) {
 	queued := run.Attempts[0]
 	addr := metricsAddr(t, d)
 
+	sigterm := time.Now()
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	deadline := time.Now().Add(2 * time.Minute)
 	for !strings.Contains(d.log.String(), "draining running attempts") {
@@ -265,6 +285,7 @@ func TestDrain(t *testing.T) {
 	if err := <-d.waited; err != nil {
 		t.Errorf("benchd exit after the drain: got %v, want status 0\n%s", err, d.log.String())
 	}
+	t.Logf("SIGTERM with an attempt running and one queued: benchd drained and stopped in %v", time.Since(sigterm).Round(time.Millisecond))
 	if !strings.Contains(d.log.String(), "drained: every running attempt ended") {
 		t.Errorf("benchd did not log the end of the drain:\n%s", d.log.String())
 	}
