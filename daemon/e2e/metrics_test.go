@@ -303,3 +303,31 @@ func TestDrain(t *testing.T) {
 		t.Errorf("the attempt queued at SIGTERM, run at the next start: got state %s pass %v %q, want done and passed", a.State, a.Pass, a.InfraError)
 	}
 }
+
+// TestDrainTimeout: an attempt still running when the drain timeout
+// passes is interrupted as without a drain: infra_error, benchd shut
+// down, its journal kept; the stop counts it under reason shutdown.
+func TestDrainTimeout(t *testing.T) {
+	require(t)
+	dir := newDaemonDir(t)
+	defer os.RemoveAll(dir)
+	d := startDaemon(t, dir, "--concurrency", "1", "--drain-timeout", "1s")
+	stopped := startEditing(t, d)
+	d.stopBounded(t)
+	if err := <-d.waited; err != nil {
+		t.Errorf("benchd exit after the drain timeout: got %v, want status 0\n%s", err, d.log.String())
+	}
+	if !strings.Contains(d.log.String(), "drain timeout passed: canceling the attempts still running") {
+		t.Errorf("benchd did not log the end of the drain timeout:\n%s", d.log.String())
+	}
+	d = startDaemon(t, dir, "--concurrency", "1")
+	defer d.stopBounded(t)
+	a, err := d.client.Attempt(context.Background(), stopped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.State != apitype.StateInfraError || !strings.Contains(a.InfraError, "shut down") {
+		t.Errorf("attempt running past the drain timeout: got state %s %q, want infra_error saying benchd shut down", a.State, a.InfraError)
+	}
+	checkKeptJournal(t, d.socket, stopped, "shut down")
+}
