@@ -54,8 +54,19 @@ type Config struct {
 	// linked to the one it retries; 0 never (benchd --retries, default 1).
 	Retries int
 	// StopTimeout bounds how long a shutdown waits for running attempts
-	// to unwind; default 10 s.
+	// to unwind once they are canceled; default 10 s.
 	StopTimeout time.Duration
+	// DrainTimeout is how long a shutdown lets running attempts go on to
+	// their verdicts before it cancels them (benchd --drain-timeout); 0
+	// cancels them at once. Queued attempts stay queued for the next
+	// start either way.
+	DrainTimeout time.Duration
+	// Metrics, when set, is the TCP address (host:port) GET /metrics is
+	// served on, in the Prometheus text format (benchd --metrics).
+	Metrics string
+	// Host is the value of the host label of every metric; default
+	// os.Hostname().
+	Host string
 	// CgroupParent is the delegated cgroup (v2 path) below which attempt
 	// groups are made; "" means the group benchd is in when it starts
 	// (limits.Delegate moves benchd into a leaf below it on cgroup v2).
@@ -108,6 +119,8 @@ type server struct {
 
 	// secrets has the --env values of the live attempts, for the log.
 	secrets *secretSet
+	// metrics is what GET /metrics reports.
+	metrics *metrics
 
 	mu   sync.Mutex
 	cond *sync.Cond // signals a change of queue or stopping
@@ -156,6 +169,16 @@ func (cfg *Config) setDefaults() error {
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = DefaultStopTimeout
 	}
+	if cfg.DrainTimeout < 0 {
+		return fmt.Errorf("drain timeout %v is negative: %w", cfg.DrainTimeout, errInvalid)
+	}
+	if cfg.Host == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("unable to read the host name: %w", err)
+		}
+		cfg.Host = h
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -181,6 +204,17 @@ func Run(ctx context.Context, cfg Config) error {
 	secrets := &secretSet{}
 	cfg.Logger = slog.New(secrets.handler(cfg.Logger.Handler()))
 	log := cfg.Logger.With("component", "daemon")
+	// The metrics address is taken first: a bad or busy one fails the
+	// start before anything is changed.
+	var metricsLn net.Listener
+	if cfg.Metrics != "" {
+		ln, err := listenMetrics(cfg.Metrics)
+		if err != nil {
+			return err
+		}
+		metricsLn = ln
+		defer metricsLn.Close()
+	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("unable to create the state directory: %w", err)
 	}
@@ -253,6 +287,11 @@ func Run(ctx context.Context, cfg Config) error {
 		live:    map[string]*liveAttempt{},
 		secrets: secrets,
 	}
+	s.metrics = newMetrics(cfg.Host, s.counts)
+	s.metrics.recovered(len(lost))
+	if err := s.metrics.countStored(ctx, st); err != nil {
+		return err
+	}
 	s.cond = sync.NewCond(&s.mu)
 	s.workCtx, s.stopWork = context.WithCancelCause(context.WithoutCancel(ctx))
 	s.mux = s.routes()
@@ -280,6 +319,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	var msrv *http.Server
+	if metricsLn != nil {
+		msrv = metricsServer(s.metrics)
+		go serveMetrics(msrv, metricsLn, log.Warn)
+		log.Info("metrics served", "addr", metricsLn.Addr().String(), "host", cfg.Host)
+	}
 	log.Info("benchd is ready", "socket", cfg.Socket, "state", cfg.StateDir, "tasks", cfg.TasksDir, "concurrency", cfg.Concurrency)
 	if cfg.Ready != nil {
 		cfg.Ready()
@@ -297,12 +342,21 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := srv.Shutdown(shutCtx); err != nil {
 		srv.Close()
 	}
+	if msrv != nil {
+		if err := msrv.Shutdown(shutCtx); err != nil {
+			msrv.Close()
+		}
+	}
 	log.Info("benchd stopped")
 	return runErr
 }
 
-// shutdown stops intake, cancels running attempts and waits, at most
-// cfg.StopTimeout, for them to end.
+// shutdown stops intake and hands the queued attempts back (they stay
+// queued in the store for the next start). Running attempts go on for
+// at most cfg.DrainTimeout; those still running then are canceled, and
+// shutdown waits at most cfg.StopTimeout more for them to unwind. The
+// API stays up meanwhile: callers see the attempts end, may cancel them,
+// and new runs are refused as busy.
 func (s *server) shutdown(workers *sync.WaitGroup) {
 	s.mu.Lock()
 	s.stopping = true
@@ -312,13 +366,27 @@ func (s *server) shutdown(workers *sync.WaitGroup) {
 			running++
 		}
 	}
+	queued := len(s.queue)
 	s.cond.Broadcast()
 	s.mu.Unlock()
-	s.log.Info("stopping: intake closed, canceling running attempts", "running", running)
-	s.stopWork(errShutdown)
 
 	done := make(chan struct{})
 	go func() { workers.Wait(); close(done) }()
+	if s.cfg.DrainTimeout > 0 && running > 0 {
+		s.log.Info("stopping: intake closed, draining running attempts; queued ones stay queued for the next start",
+			"running", running, "queued", queued, "drain_timeout", s.cfg.DrainTimeout)
+		select {
+		case <-done:
+			s.log.Info("drained: every running attempt ended")
+		case <-time.After(s.cfg.DrainTimeout):
+			_, left := s.counts()
+			s.log.Warn("drain timeout passed: canceling the attempts still running", "running", left, "drain_timeout", s.cfg.DrainTimeout)
+		}
+	} else {
+		s.log.Info("stopping: intake closed, canceling running attempts; queued ones stay queued for the next start", "running", running, "queued", queued)
+	}
+	s.stopWork(errShutdown)
+
 	select {
 	case <-done:
 	case <-time.After(s.cfg.StopTimeout):
@@ -354,6 +422,7 @@ func (s *server) abandonRunning() {
 			continue
 		}
 		s.sign(ctx, id, nil)
+		s.metrics.end(a, infraShutdownTimeout)
 	}
 }
 

@@ -130,10 +130,30 @@
 // becomes infra_error too.
 //
 // When Run's context is canceled, intake stops (new runs get 503 busy),
-// queued attempts stay queued for the next start, running attempts are
-// canceled and end as infra_error, and Run waits at most
-// Config.StopTimeout for them to unwind before it closes the listener and
-// the store.
+// queued attempts stay queued for the next start (handed back), and
+// running attempts go on for at most Config.DrainTimeout (benchd
+// --drain-timeout, default 0) to end as they would have; the API stays
+// up meanwhile, so callers see them end and may cancel them. An infra
+// error that ends during the drain is still retried automatically: the
+// retry is queued, so handed back too. Then the attempts still running
+// are canceled and end as infra_error, and Run waits at most
+// Config.StopTimeout for them to unwind before it closes the listeners
+// and the store.
+//
+// # Metrics
+//
+// With Config.Metrics set (benchd --metrics ADDR), GET /metrics is
+// served on that TCP address in the Prometheus text format, from a
+// registry of benchd's own (metrics.go; docs/operations.md lists the
+// series). That listener serves nothing else, and it authorizes no one:
+// what it tells (counts and durations, no ids, tasks or agents) is meant
+// for whoever can reach the address, which is why it is off by default
+// and best bound to loopback. Every series carries the const label host
+// (Config.Host, the host name), so that the series of several hosts
+// stay apart in one Prometheus. The attempts by state are those of the
+// store: queued and running as this process holds them (which recovery
+// makes the same as the store's), ended ones counted from the store at
+// start and at each ending this process records.
 //
 // # What each ending leaves
 //

@@ -161,14 +161,19 @@ func (s *server) endUnrun(ctx context.Context, a apitype.Attempt, state, why str
 	if state == apitype.StateInfraError {
 		a.InfraError = why
 	}
+	stored := false
 	if err := s.store.UpdateAttempt(ctx, a); err != nil {
 		s.log.Error("unable to record the end of an attempt", "attempt", a.ID, "err", err)
 	} else {
+		stored = true
 		s.sign(ctx, a.ID, nil)
 	}
 	os.Remove(specPath(s.cfg.StateDir, a.ID))
 	if b, err := s.store.GetAttempt(ctx, a.ID); err == nil {
 		a = b
+	}
+	if stored {
+		s.metrics.end(a, infraRequeue)
 	}
 	return a
 }
@@ -194,7 +199,7 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 	}
 	s.mu.Unlock()
 	if stopping {
-		return apitype.Run{}, fmt.Errorf("not taking new runs: %w", errBusy)
+		return apitype.Run{}, fmt.Errorf("not taking new runs (running attempts drain, queued ones wait for the next start): %w", errBusy)
 	}
 	if full {
 		return apitype.Run{}, fmt.Errorf("%d attempts queued and %d asked for, beyond the limit of %d (benchd --max-queued): %w",
@@ -276,6 +281,7 @@ func (s *server) next() (*liveAttempt, context.Context, bool) {
 	la := s.live[id]
 	ctx, cancel := context.WithCancelCause(s.workCtx)
 	la.cancel = cancel
+	s.metrics.start()
 	return la, ctx, true
 }
 
@@ -374,6 +380,7 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 		final.Limits = &apitype.Limits{TimeoutMS: timeout.Milliseconds(), MemoryBytes: int64(task.MemoryMB) << 20, CPUs: task.CPUs}
 	}
 	cause := context.Cause(ctx)
+	reason := infraEngine // of an infra error, for the metrics
 	switch {
 	case err == nil:
 		final.State = apitype.StateDone
@@ -382,6 +389,7 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 	case errors.Is(cause, errShutdown):
 		final.State = apitype.StateInfraError
 		final.InfraError = fmt.Sprintf("%v: %v", errShutdown, err)
+		reason = infraShutdown
 	default:
 		final.State = apitype.StateInfraError
 		final.InfraError = err.Error()
@@ -393,6 +401,7 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 			case ierr != nil && final.State == apitype.StateDone:
 				final.State = apitype.StateInfraError
 				final.InfraError = fmt.Sprintf("unable to store the journal: %v", ierr)
+				reason = infraJournal
 			case ierr != nil:
 				log.Warn("unable to store the journal", "err", ierr)
 			case final.JournalHead == "":
@@ -435,6 +444,10 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 		s.sign(bg, la.id, pol)
 		if a, err := s.store.GetAttempt(bg, la.id); err == nil {
 			final = a // as signed
+		}
+		s.metrics.end(final, reason)
+		if final.State == apitype.StateDone {
+			s.metrics.graded(out.Phases)
 		}
 		if final.State == apitype.StateInfraError && !errors.Is(cause, errShutdown) && !errors.Is(cause, errUserCanceled) {
 			s.retryAuto(bg, log, final, la)

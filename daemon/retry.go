@@ -31,7 +31,7 @@ func (s *server) retryAuto(ctx context.Context, log *slog.Logger, a apitype.Atte
 		}
 		return
 	}
-	b, err := s.retry(ctx, a, la.spec, la.env)
+	b, err := s.retry(ctx, a, la.spec, la.env, true)
 	if err != nil {
 		log.Warn("unable to retry an infra error", "err", err)
 		return
@@ -57,12 +57,15 @@ func (s *server) retryDepth(ctx context.Context, a apitype.Attempt) (int, error)
 
 // retry queues a new attempt of a's run that retries a, with request
 // spec and environment values env. The store refuses a retry of an
-// attempt that is not an infra error, or that was retried already.
-func (s *server) retry(ctx context.Context, a apitype.Attempt, spec queuedSpec, env []apitype.EnvVar) (apitype.Attempt, error) {
+// attempt that is not an infra error, or that was retried already. Once
+// benchd stops, a caller's retry is refused as busy; an automatic one
+// (auto) of an attempt that ended during the drain is queued, and so
+// handed back to the next start like every queued attempt.
+func (s *server) retry(ctx context.Context, a apitype.Attempt, spec queuedSpec, env []apitype.EnvVar, auto bool) (apitype.Attempt, error) {
 	s.mu.Lock()
 	stopping := s.stopping
 	s.mu.Unlock()
-	if stopping {
+	if stopping && !auto {
 		return apitype.Attempt{}, fmt.Errorf("not taking new attempts: %w", errBusy)
 	}
 	request, err := json.Marshal(spec)
@@ -122,7 +125,7 @@ func (s *server) retryRun(ctx context.Context, id string) (apitype.Retry, error)
 			why = fmt.Sprintf("the values of its environment variables (%s) are kept only while benchd runs the attempt: submit it again", strings.Join(spec.EnvNames, ", "))
 		}
 		if why == "" {
-			r, err := s.retry(ctx, a, spec, nil)
+			r, err := s.retry(ctx, a, spec, nil, false)
 			switch {
 			case err == nil:
 				res.Retried = append(res.Retried, apitype.RetriedPair{Of: a.ID, Attempt: r.ID})

@@ -1,6 +1,6 @@
 // Command benchd is the benchd daemon and its local tools.
 //
-//	benchd [--socket PATH] [--state DIR] [--tasks DIR] [--concurrency N] [--max-queued N] [--agent-user NAME] [--retries N]
+//	benchd [--socket PATH] [--state DIR] [--tasks DIR] [--concurrency N] [--max-queued N] [--agent-user NAME] [--retries N] [--drain-timeout D] [--metrics ADDR]
 //	                                        run the daemon in the foreground
 //	benchd watch [flags] -- CMD [ARGS...]   journal a command's changes to a directory
 //	benchd journal verify FILE              check a journal's hash chain and blobs
@@ -33,7 +33,7 @@ func main() {
 }
 
 const usage = `usage:
-  benchd [--socket PATH] [--state DIR] [--tasks DIR] [--concurrency N] [--max-queued N] [--agent-user NAME] [--retries N]
+  benchd [--socket PATH] [--state DIR] [--tasks DIR] [--concurrency N] [--max-queued N] [--agent-user NAME] [--retries N] [--drain-timeout D] [--metrics ADDR]
   benchd watch [--dir DIR] [--allow GLOB]... [--ignore GLOB]... [--mode content|writes] --journal FILE [--json] -- CMD [ARGS...]
   benchd journal verify [--json] FILE
   benchd grade --task ID [--tasks DIR] [--json] DIR

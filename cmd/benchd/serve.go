@@ -40,6 +40,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	group := fl.String("group", daemon.DefaultGroup, "group whose members may use benchd")
 	cgroupParent := fl.String("cgroup-parent", "", "delegated cgroup v2 group for attempt groups (default: benchd's own)")
 	retries := fl.Int("retries", 1, "times an infra-error attempt is retried automatically (0: never)")
+	drain := fl.Duration("drain-timeout", 0, "at SIGTERM, how long running attempts may go on to their verdicts before they are canceled (0: cancel at once)")
+	metricsAddr := fl.String("metrics", "", "serve GET /metrics (Prometheus text format) on this TCP host:port, such as 127.0.0.1:9464 (default: off)")
 	if err := fl.Parse(args); err != nil {
 		return fail(stderr, 2, "%v", err)
 	}
@@ -57,6 +59,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if *database != "" && !store.IsPostgres(*database) {
 		return fail(stderr, 2, "--database: want a postgres:// or postgresql:// URL")
+	}
+	if *drain < 0 {
+		return fail(stderr, 2, "--drain-timeout %v is negative", *drain)
+	}
+	if *metricsAddr != "" {
+		if _, _, err := net.SplitHostPort(*metricsAddr); err != nil {
+			return fail(stderr, 2, "--metrics %q: want host:port, such as 127.0.0.1:9464: %v", *metricsAddr, err)
+		}
 	}
 	if os.Geteuid() != 0 {
 		return fail(stderr, 2, "the daemon must run as root")
@@ -82,6 +92,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		TasksDir:     *tasksDir,
 		Concurrency:  *concurrency,
 		Retries:      *retries,
+		DrainTimeout: *drain,
+		Metrics:      *metricsAddr,
 		MaxQueued:    *maxQueued,
 		AgentUID:     uid,
 		AgentGID:     gid,

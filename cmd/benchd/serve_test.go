@@ -73,6 +73,9 @@ func TestServeBadUsage(t *testing.T) {
 		{"bad retries", []string{"--retries", "twice"}, "invalid value"},
 		{"zero max queued", []string{"--max-queued", "0"}, "--max-queued 0: want at least 1"},
 		{"not a postgres URL", []string{"--database", "mysql://h/db"}, "--database: want a postgres:// or postgresql:// URL"},
+		{"negative drain timeout", []string{"--drain-timeout", "-1s"}, "--drain-timeout -1s is negative"},
+		{"bad drain timeout", []string{"--drain-timeout", "soon"}, "invalid value"},
+		{"metrics without port", []string{"--metrics", "127.0.0.1"}, "--metrics \"127.0.0.1\": want host:port"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
