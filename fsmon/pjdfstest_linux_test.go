@@ -100,7 +100,9 @@ func buildPjdfstest(t *testing.T) string {
 // regular expression, only the test files whose path (tests/chmod/00.t)
 // it matches run, and only their listed failures are compared; with
 // BENCHD_PJDFSTEST_FROM set to a directory BENCHD_PJDFSTEST_TAP filled,
-// nothing runs: that run's output is compared with the listing.
+// nothing runs: that run's output is compared with the listing. A run
+// takes 7-8 minutes per mode on a shared 2-core machine, most of it in
+// the suite's own sleeps (its ctime checks sleep a second each).
 func TestPjdfstest(t *testing.T) {
 	testenv.Require(t, testenv.Root, testenv.FUSE, testenv.Pjdfstest)
 	if testing.Short() {
