@@ -101,8 +101,7 @@ func buildPjdfstest(t *testing.T) string {
 // it matches run, and only their listed failures are compared; with
 // BENCHD_PJDFSTEST_FROM set to a directory BENCHD_PJDFSTEST_TAP filled,
 // nothing runs: that run's output is compared with the listing. A run
-// takes 7-8 minutes per mode on a shared 2-core machine, most of it in
-// the suite's own sleeps (its ctime checks sleep a second each).
+// took 7-8 minutes per mode on a shared, loaded 2-core machine.
 func TestPjdfstest(t *testing.T) {
 	testenv.Require(t, testenv.Root, testenv.FUSE, testenv.Pjdfstest)
 	if testing.Short() {
