@@ -147,6 +147,50 @@
 // Stats.Caps lists the caps hit; benchd fails such an attempt with the
 // reason workspace_cap.
 //
+// # POSIX conformance (pjdfstest)
+//
+// TestPjdfstest runs pjdfstest, the POSIX file system test suite, as
+// root against the view in both modes, with a policy that allows every
+// path. Every assertion that fails is listed, with its reason, in
+// testdata/pjdfstest-expected.txt; the test fails on a failure not
+// listed and on a listed one that passes. The suite's source is kept
+// outside the repository (see internal/testenv.ThirdParty) and built at
+// test time.
+//
+// Measured on 2026-12-02, 2,078 assertions fail in each mode: 329
+// device nodes, 185 setid bits, 1,504 that follow from those two, and
+// 60 long paths. What fails by design:
+//
+//   - Device nodes: mknod of a character or block device is refused
+//     with EPERM. The view is mounted nodev anyway, so such a node would
+//     give the agent nothing but a way to reach a device through the
+//     backing tree, which benchd reads.
+//   - Setuid and setgid bits: refused with EPERM on create, mkdir and
+//     chmod. The view is nosuid, and the backing tree outlives the
+//     attempt: graders and people run what it holds.
+//   - What follows from the two in the same test file: pjdfstest loops
+//     over every file type, so after a refused device node or setid
+//     chmod the later steps on that entry fail too (ENOENT, unchanged
+//     ctime, a mode without the bits). Most of the listed assertions
+//     are these.
+//
+// O_TMPFILE is refused too (see "Files with no name left"); pjdfstest
+// does not test it.
+//
+// What fails and is a bug, still open: paths near PATH_MAX. The
+// loopback works on absolute backing paths, so the backing directory's
+// prefix pushes a relative path of PATH_MAX-1 bytes over the limit and
+// the operation fails with ENAMETOOLONG (the 03.t files of each
+// syscall, open/02.t, rename/02.t). Working relative to directory
+// descriptors (openat and friends) would fix it.
+//
+// Fixed after the suite found them: files of mode 0000 were shown as
+// 0644 (go-fuse's default without Options.NullPermissions), so the
+// kernel's permission checks let any caller read them; and new files,
+// directories and fifos lost the bits of the serving process's own
+// umask (and directories the sticky bit), which also made the journal's
+// replay disagree with the final tree.
+//
 // # Forking from the serving process
 //
 // Never start a child process of the serving process with its working

@@ -250,6 +250,15 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, errno
 	}
 	ch, fh, ff, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
+	if errno == 0 && entries == 1 {
+		if fd, ok := fdOf(fh); ok {
+			errno = exactMode(&out.Attr, mode, func(m uint32) error { return unix.Fchmod(fd, m) })
+		}
+		if errno != 0 {
+			fh.(*gofs.LoopbackFile).Release(ctx)
+			n.LoopbackNode.Unlink(ctx, name)
+		}
+	}
 	rec.Decision = d
 	rec = n.record(ctx, rec, errno)
 	if errno != 0 {
@@ -299,6 +308,13 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 		return nil, errno
 	}
 	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	if errno == 0 {
+		errno = exactMode(&out.Attr, mode, n.chmodChild(name))
+		if errno != 0 {
+			n.LoopbackNode.Rmdir(ctx, name)
+			ch = nil
+		}
+	}
 	rec.Decision = d
 	n.record(ctx, rec, errno)
 	n.v.failed(errno, 1)
@@ -319,10 +335,41 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 		return nil, errno
 	}
 	ch, errno := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+	if errno == 0 {
+		errno = exactMode(&out.Attr, mode, n.chmodChild(name))
+		if errno != 0 {
+			n.LoopbackNode.Unlink(ctx, name)
+			ch = nil
+		}
+	}
 	rec.Decision = d
 	n.record(ctx, rec, errno)
 	n.v.failed(errno, 1)
 	return ch, errno
+}
+
+// exactMode gives a new file the permission bits the kernel asked for
+// (the caller's umask already applied), which the backing file system
+// narrowed by the serving process's own umask, and os.Mkdir by dropping
+// the sticky bit. attr, the new entry's attributes, is kept in step.
+func exactMode(attr *fuse.Attr, mode uint32, chmod func(uint32) error) syscall.Errno {
+	want := mode & 0o7777
+	if attr.Mode&0o7777 == want {
+		return 0
+	}
+	if err := chmod(want); err != nil {
+		return gofs.ToErrno(err)
+	}
+	attr.Mode = attr.Mode&^0o7777 | want
+	return 0
+}
+
+// chmodChild changes the mode of the entry name of this directory in the
+// backing tree, not following a symlink.
+func (n *node) chmodChild(name string) func(uint32) error {
+	return func(m uint32) error {
+		return unix.Fchmodat(unix.AT_FDCWD, n.v.backingPath(n.child(name)), m, 0)
+	}
 }
 
 // Tmpfile (O_TMPFILE) is refused: an unnamed file could later be linked

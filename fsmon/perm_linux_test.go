@@ -1,6 +1,7 @@
 package fsmon_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,5 +96,90 @@ func TestModeBits(t *testing.T) {
 		if r.Op == journal.OpChmod || r.Op == journal.OpChown || r.Op == journal.OpUtimens {
 			t.Errorf("the refused change reached the view: %+v", r)
 		}
+	}
+}
+
+// TestModeZero: a file of mode 0000 is shown as 0000, so the kernel's
+// checks refuse it to a caller that is not root (the bridge used to show
+// it as 0644, readable by all).
+func TestModeZero(t *testing.T) {
+	v := mount(t, fsmon.ModeContent)
+	for _, d := range []string{filepath.Dir(filepath.Dir(v.mnt)), filepath.Dir(v.mnt)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(v.p("src/secret.py"), []byte("key = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(v.p("src/secret.py"), 0); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Lstat(v.p("src/secret.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Mode().Perm(); got != 0 {
+		t.Errorf("mode of a 0000 file in the view: got %v, want ----------", st.Mode())
+	}
+	if got := asAgent(t, trespass, v.mnt)["read-0600"]; got != "EACCES" {
+		t.Errorf("read of a 0000 file as uid %d: got %q, want EACCES", agentUID, got)
+	}
+	v.finish()
+}
+
+// makeModes creates, with umask 0, a directory 0777, a sticky directory
+// 01777, a file 0666 (open with O_CREAT), a file 0000 and a fifo 0666,
+// and prints each one's mode as stat shows it afterwards.
+const makeModes = `
+import os, stat, sys
+d = sys.argv[1]
+os.umask(0)
+os.mkdir(os.path.join(d, "dir"), 0o777)
+os.mkdir(os.path.join(d, "sticky"), 0o1777)
+os.close(os.open(os.path.join(d, "file"), os.O_CREAT | os.O_WRONLY, 0o666))
+os.close(os.open(os.path.join(d, "zero"), os.O_CREAT | os.O_RDWR, 0))
+os.mkfifo(os.path.join(d, "fifo"), 0o666)
+for n in ("dir", "sticky", "file", "zero", "fifo"):
+    print(n, oct(stat.S_IMODE(os.lstat(os.path.join(d, n)).st_mode)))
+`
+
+// TestCreateModes: a new entry gets the mode its creator asked for,
+// whatever the serving process's own umask (the backing file system
+// applied it on top of the caller's) and with the sticky bit (which
+// os.Mkdir dropped).
+func TestCreateModes(t *testing.T) {
+	testenv.Require(t, testenv.Python)
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	want := map[string]string{"dir": "0o777", "sticky": "0o1777", "file": "0o666", "zero": "0o0", "fifo": "0o666"}
+	for _, mode := range []fsmon.Mode{fsmon.ModeContent, fsmon.ModeWrites} {
+		t.Run(string(mode), func(t *testing.T) {
+			v := mount(t, mode)
+			cmd := exec.Command("/usr/bin/python3", "-c", makeModes, v.p("src"))
+			cmd.Dir = "/"
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			got := map[string]string{}
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				name, m, _ := strings.Cut(line, " ")
+				got[name] = m
+			}
+			v.finish()
+			for name, w := range want {
+				if got[name] != w {
+					t.Errorf("mode of %s in the view: got %s, want %s", name, got[name], w)
+				}
+				st, err := os.Lstat(filepath.Join(v.backing, "src", name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b := fmt.Sprintf("%#o", uint32(st.Sys().(*syscall.Stat_t).Mode)&0o7777); b != strings.Replace(w, "0o", "0", 1) && !(w == "0o0" && b == "0") {
+					t.Errorf("mode of %s in the backing tree: got %s, want %s", name, b, w)
+				}
+			}
+		})
 	}
 }

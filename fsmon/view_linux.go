@@ -205,6 +205,10 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
 		NegativeTimeout: &negative,
+		// A file of mode 0000 is shown as it is: without this the
+		// bridge shows it as 0644 (0755 for a directory), and the
+		// kernel's permission checks would let any caller read it.
+		NullPermissions: true,
 		MountOptions: fuse.MountOptions{
 			AllowOther:        true,
 			DirectMountStrict: true,

@@ -66,7 +66,8 @@ func mount(t *testing.T, mode fsmon.Mode) *view {
 }
 
 // mountWith mounts a seeded workspace with cfg, whose backing,
-// mountpoint, journal and policy it fills in.
+// mountpoint and journal it fills in, and its policy (testPolicy) when
+// cfg has none.
 func mountWith(t testing.TB, cfg fsmon.Config) *view {
 	t.Helper()
 	testenv.Require(t, testenv.Root, testenv.FUSE)
@@ -83,7 +84,10 @@ func mountWith(t testing.TB, cfg fsmon.Config) *view {
 		t.Fatal(err)
 	}
 	v.w = w
-	cfg.Backing, cfg.Mountpoint, cfg.Journal, cfg.Policy = v.backing, v.mnt, w, testPolicy
+	cfg.Backing, cfg.Mountpoint, cfg.Journal = v.backing, v.mnt, w
+	if cfg.Policy.Allow == nil && cfg.Policy.Ignore == nil {
+		cfg.Policy = testPolicy
+	}
 	fv, err := fsmon.Mount(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,48 @@ const (
 	// postgres) under /usr/lib/postgresql/VERSION/bin, for a private
 	// cluster (internal/pgtest).
 	Postgres Feature = "postgres"
+	// Pjdfstest: the pjdfstest source kept outside the repository
+	// (ThirdParty) and the tools that build and run it (autoreconf,
+	// automake, libtoolize, make, cc, prove).
+	Pjdfstest Feature = "pjdfstest"
 )
+
+// ThirdPartyEnv names the environment variable that overrides where
+// ThirdParty looks.
+const ThirdPartyEnv = "BENCHD_THIRD_PARTY"
+
+// ThirdParty is the directory of third-party sources that tests build
+// at test time and the repository does not hold: $BENCHD_THIRD_PARTY,
+// or else ../shared/third_party next to the repository's root (the
+// directory holding go.mod above the working directory).
+func ThirdParty() (string, error) {
+	if d := os.Getenv(ThirdPartyEnv); d != "" {
+		return filepath.Abs(d)
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(filepath.Dir(dir), "shared", "third_party"), nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = up
+	}
+}
+
+// PjdfstestSource is the path of pjdfstest's source archive.
+func PjdfstestSource() (string, error) {
+	d, err := ThirdParty()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "pjdfstest", "pjdfstest-src.tar.gz"), nil
+}
 
 // AgentsPrefix is where scripts/setup-agents installs the agent CLIs
 // (agents.DefaultPrefix).
@@ -176,6 +217,20 @@ func probe(f Feature) error {
 		}
 		if _, err := os.Stat(fmt.Sprintf("/dev/loop%d", n)); err != nil {
 			return fmt.Errorf("the free loop device has no node in /dev: %w", err)
+		}
+		return nil
+	case Pjdfstest:
+		src, err := PjdfstestSource()
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(src); err != nil {
+			return fmt.Errorf("no pjdfstest source (set %s to the directory holding pjdfstest/): %w", ThirdPartyEnv, err)
+		}
+		for _, tool := range []string{"autoreconf", "automake", "libtoolize", "make", "cc", "prove", "tar"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				return fmt.Errorf("%s is not installed (scripts/setup-deps installs autoconf, automake and libtool): %w", tool, err)
+			}
 		}
 		return nil
 	case Bindfs, Bubblewrap:
