@@ -59,8 +59,12 @@ const ThirdPartyEnv = "BENCHD_THIRD_PARTY"
 
 // ThirdParty is the directory of third-party sources that tests build
 // at test time and the repository does not hold: $BENCHD_THIRD_PARTY,
-// or else ../shared/third_party next to the repository's root (the
-// directory holding go.mod above the working directory).
+// or else shared/third_party in the nearest directory above the
+// repository's root (the directory holding go.mod above the working
+// directory) that has one: ../shared/third_party for a clone beside the
+// project's shared directory, and the same directory for a clone made
+// deeper below it (as a CI checkout may be). Where none has one, it is
+// ../shared/third_party, for the missing feature's message.
 func ThirdParty() (string, error) {
 	if d := os.Getenv(ThirdPartyEnv); d != "" {
 		return filepath.Abs(d)
@@ -71,13 +75,25 @@ func ThirdParty() (string, error) {
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(filepath.Dir(dir), "shared", "third_party"), nil
+			break
 		}
 		up := filepath.Dir(dir)
 		if up == dir {
 			return "", errors.New("no go.mod above the working directory")
 		}
 		dir = up
+	}
+	first := filepath.Join(filepath.Dir(dir), "shared", "third_party")
+	for up := filepath.Dir(dir); ; {
+		d := filepath.Join(up, "shared", "third_party")
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d, nil
+		}
+		next := filepath.Dir(up)
+		if next == up {
+			return first, nil
+		}
+		up = next
 	}
 }
 
