@@ -136,12 +136,22 @@ func attachLoop(img string, readOnly bool) (string, *os.File, error) {
 	}
 }
 
+// unmountBusyWait is how long unmountDisk retries a busy disk before it
+// detaches it lazily, and how long MountDiskReadOnly waits for such a
+// detached disk to let go of its image. Long enough for a loaded host
+// (the view's server may still be closing the files whose releases the
+// kernel sent after the agent's close), short beside an attempt.
+var unmountBusyWait = 30 * time.Second
+
 // unmountDisk unmounts the attempt disk on mnt, which detaches its loop
-// device (AUTOCLEAR). A busy file system (a process of the attempt not
-// yet gone) is retried for a few seconds, then detached lazily: the
-// device frees itself when the last user is gone.
+// device (AUTOCLEAR). The file system is synced first, so the image holds
+// the whole tree whatever follows. A busy file system (a process of the
+// attempt not yet gone, the view's server still closing files) is
+// retried for unmountBusyWait, then synced again and detached lazily:
+// the device frees itself when the last user is gone.
 func unmountDisk(mnt string) error {
-	deadline := time.Now().Add(5 * time.Second)
+	syncDisk(mnt)
+	deadline := time.Now().Add(unmountBusyWait)
 	for {
 		err := unix.Unmount(mnt, 0)
 		if err == nil || errors.Is(err, unix.EINVAL) && !isDiskMount(mnt) {
@@ -151,6 +161,7 @@ func unmountDisk(mnt string) error {
 			return fmt.Errorf("unable to unmount the attempt disk on %s: %w", mnt, err)
 		}
 		if time.Now().After(deadline) {
+			syncDisk(mnt)
 			if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
 				return fmt.Errorf("unable to unmount the attempt disk on %s: %w", mnt, err)
 			}
@@ -158,6 +169,34 @@ func unmountDisk(mnt string) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// syncDisk writes what the file system mounted on mnt holds in memory to
+// its device, and so to the image file behind the loop device, where a
+// later mount of the image (MountDiskReadOnly) reads it. A failure is
+// not an error of its own: the unmount that follows syncs too.
+func syncDisk(mnt string) {
+	fd, err := unix.Open(mnt, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	unix.Syncfs(fd)
+	unix.Close(fd)
+}
+
+// imageAttached reports whether a loop device still has img as its
+// backing file: a disk detached lazily whose last user is not gone yet.
+func imageAttached(img string) bool {
+	if real, err := filepath.EvalSymlinks(img); err == nil {
+		img = real
+	}
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(b)) == img {
+			return true
+		}
+	}
+	return false
 }
 
 // diskFullBytes: a disk with less than this available at the agent's
@@ -281,6 +320,13 @@ func MountDiskReadOnly(attemptDir string) (unmount func() error, err error) {
 	}
 	if err := os.MkdirAll(backing, 0o700); err != nil {
 		return nil, fmt.Errorf("unable to mount the attempt disk: %w", err)
+	}
+	// A disk detached lazily may still be in use, and its last writes
+	// would land in the image under the read-only mount: wait for it to
+	// let go (it was synced before it was detached, so the tree is whole
+	// even if it does not).
+	for deadline := time.Now().Add(unmountBusyWait); imageAttached(img) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
 	}
 	if err := mountDisk(img, backing, true); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"benchd.dev/fsmon"
 	"benchd.dev/fsmon/journal"
@@ -238,4 +240,73 @@ func isMounted(t *testing.T, p string) bool {
 		}
 	}
 	return false
+}
+
+// TestReadOnlyAfterLazyUnmount: a disk still busy at its unmount is
+// detached lazily; mounting its image read-only waits until the
+// detached disk lets go of it, and then shows the whole tree.
+func TestReadOnlyAfterLazyUnmount(t *testing.T) {
+	testenv.Require(t, testenv.Root, testenv.Loop)
+	dir := filepath.Join(t.TempDir(), "attempts", "z1")
+	backing := filepath.Join(dir, "backing")
+	if err := os.MkdirAll(backing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(dir, diskImage)
+	if err := makeDisk(context.Background(), img, 16<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := mountDisk(img, backing, false); err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Repeat([]byte("tree\n"), 1000)
+	if err := os.WriteFile(filepath.Join(backing, "tree.txt"), want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A file left open keeps the disk busy.
+	held, err := os.Open(filepath.Join(backing, "tree.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	wait := unmountBusyWait
+	t.Cleanup(func() { unmountBusyWait = wait })
+	unmountBusyWait = 200 * time.Millisecond
+	if err := unmountDisk(backing); err != nil {
+		t.Fatalf("unmountDisk of a busy disk: %v", err)
+	}
+	if isDiskMount(backing) || !imageAttached(img) {
+		t.Fatalf("got mounted %v attached %v, want a disk detached lazily and still attached", isDiskMount(backing), imageAttached(img))
+	}
+	unmountBusyWait = 2 * time.Minute
+	type mounted struct {
+		unmount func() error
+		err     error
+	}
+	done := make(chan mounted, 1)
+	go func() {
+		u, err := MountDiskReadOnly(dir)
+		done <- mounted{u, err}
+	}()
+	select {
+	case m := <-done:
+		if m.err == nil {
+			m.unmount()
+		}
+		t.Fatalf("MountDiskReadOnly returned (%v) while the detached disk still held the image", m.err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	held.Close()
+	m := <-done
+	if m.err != nil {
+		t.Fatal(m.err)
+	}
+	defer func() {
+		if err := m.unmount(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if got, err := os.ReadFile(filepath.Join(backing, "tree.txt")); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the tree on the read-only disk: got %d bytes, %v; want %d", len(got), err, len(want))
+	}
 }
