@@ -339,6 +339,9 @@ func (s *server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	enc := json.NewEncoder(w)
+	if la == nil && s.fleet != nil && (a.State == apitype.StateQueued || a.State == apitype.StateRunning) {
+		return s.storedEvents(r.Context(), enc, rc, id)
+	}
 	if la == nil {
 		ev := finalEvent(a)
 		if a.State == apitype.StateQueued || a.State == apitype.StateRunning {
@@ -480,4 +483,45 @@ func (s *server) handleStatus(w http.ResponseWriter, r *http.Request) error {
 		Tasks:       s.cfg.TasksDir,
 	})
 	return nil
+}
+
+// storedEvents streams the events of an attempt of the fleet that this
+// host does not run, from the store: one at each change of state or
+// phase, until it has ended.
+func (s *server) storedEvents(ctx context.Context, enc *json.Encoder, rc *http.ResponseController, id string) error {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	var last apitype.Event
+	first := true
+	for {
+		a, err := s.store.GetAttempt(ctx, id)
+		if err != nil {
+			return nil
+		}
+		ev := apitype.Event{Attempt: id, State: a.State, Phase: a.Phase}
+		if a.Started != nil && a.State == apitype.StateRunning {
+			ev.ElapsedMS = time.Since(*a.Started).Milliseconds()
+		}
+		ended := a.State != apitype.StateQueued && a.State != apitype.StateRunning
+		if ended {
+			ev = finalEvent(a)
+		}
+		if first || ev.State != last.State || ev.Phase != last.Phase || ended {
+			if err := enc.Encode(ev); err != nil {
+				return nil
+			}
+			rc.Flush()
+			first, last = false, ev
+		}
+		if ended {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.closing:
+			return nil
+		case <-t.C:
+		}
+	}
 }

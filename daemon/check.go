@@ -111,6 +111,9 @@ func (s *server) await(ctx context.Context, id string) (apitype.Attempt, error) 
 			return apitype.Attempt{}, fmt.Errorf("attempt %s did not end: %w", id, errBusy)
 		}
 	}
+	if s.fleet != nil {
+		return s.awaitStored(ctx, id) // it may run on another host
+	}
 	a, err := s.store.GetAttempt(ctx, id)
 	if err != nil {
 		return a, fmt.Errorf("attempt %s: %w", id, err)

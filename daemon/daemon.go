@@ -64,9 +64,20 @@ type Config struct {
 	// Metrics, when set, is the TCP address (host:port) GET /metrics is
 	// served on, in the Prometheus text format (benchd --metrics).
 	Metrics string
-	// Host is the value of the host label of every metric; default
-	// os.Hostname().
+	// Host is this benchd's name: recorded in every attempt it runs,
+	// its River queue on a fleet, and the host label of every metric
+	// (benchd --host); default os.Hostname(). Hosts of one fleet must
+	// have different names.
 	Host string
+	// RescueAfter is, on a fleet, how long an attempt's job may run
+	// before River hands it to another host, which gives the attempt up
+	// only if its host has gone silent (benchd --rescue-after); default
+	// DefaultRescueAfter.
+	RescueAfter time.Duration
+	// Heartbeat is how often a host of a fleet says it runs its
+	// attempts; one silent for 5 heartbeats is taken for dead. Default
+	// DefaultHeartbeat.
+	Heartbeat time.Duration
 	// CgroupParent is the delegated cgroup (v2 path) below which attempt
 	// groups are made; "" means the group benchd is in when it starts
 	// (limits.Delegate moves benchd into a leaf below it on cgroup v2).
@@ -121,6 +132,11 @@ type server struct {
 	secrets *secretSet
 	// metrics is what GET /metrics reports.
 	metrics *metrics
+	// fleet is set when the store is on PostgreSQL: attempts are then
+	// River jobs, and queue below is unused. stopFleet is closed at
+	// shutdown.
+	fleet     *fleet
+	stopFleet chan struct{}
 
 	mu   sync.Mutex
 	cond *sync.Cond // signals a change of queue or stopping
@@ -178,6 +194,12 @@ func (cfg *Config) setDefaults() error {
 			return fmt.Errorf("unable to read the host name: %w", err)
 		}
 		cfg.Host = h
+	}
+	if cfg.RescueAfter <= 0 {
+		cfg.RescueAfter = DefaultRescueAfter
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -248,7 +270,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("unable to open the store: %w", err)
 	}
 	defer st.Close()
-	lost, err := st.MarkInFlightInfraError(ctx, "benchd stopped while the attempt ran")
+	// On a fleet this host recovers its own attempts only: the others'
+	// are their hosts' (or the rescuer's, should those be gone).
+	recoverHost := ""
+	if st.OnPostgres() {
+		recoverHost = cfg.Host
+	}
+	lost, err := st.MarkHostInFlightInfraError(ctx, "benchd stopped while the attempt ran", recoverHost)
 	if err != nil {
 		return fmt.Errorf("unable to recover attempts in flight: %w", err)
 	}
@@ -277,15 +305,16 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	s := &server{
-		cfg:     cfg,
-		log:     log,
-		store:   st,
-		engine:  eng,
-		key:     key,
-		auth:    authorizer{Group: cfg.Group, ProcDir: "/proc"},
-		closing: make(chan struct{}),
-		live:    map[string]*liveAttempt{},
-		secrets: secrets,
+		cfg:       cfg,
+		log:       log,
+		store:     st,
+		engine:    eng,
+		key:       key,
+		auth:      authorizer{Group: cfg.Group, ProcDir: "/proc"},
+		closing:   make(chan struct{}),
+		stopFleet: make(chan struct{}),
+		live:      map[string]*liveAttempt{},
+		secrets:   secrets,
 	}
 	s.metrics = newMetrics(cfg.Host, s.counts)
 	s.metrics.recovered(len(lost))
@@ -299,7 +328,12 @@ func Run(ctx context.Context, cfg Config) error {
 		s.sign(ctx, id, nil)
 	}
 	log.Info("host key", "keyid", PublicHostKey(key).KeyID)
-	if err := s.requeue(ctx); err != nil {
+	if st.OnPostgres() {
+		// The queue is River's, in the database: nothing to requeue.
+		if s.fleet, err = newFleet(ctx, s); err != nil {
+			return err
+		}
+	} else if err := s.requeue(ctx); err != nil {
 		return err
 	}
 
@@ -314,8 +348,18 @@ func Run(ctx context.Context, cfg Config) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	var workers sync.WaitGroup
-	for range cfg.Concurrency {
-		workers.Go(s.work)
+	if s.fleet != nil {
+		if err := s.fleet.start(ctx); err != nil {
+			return err
+		}
+		workers.Go(func() {
+			<-s.stopFleet
+			s.fleet.stop()
+		})
+	} else {
+		for range cfg.Concurrency {
+			workers.Go(s.work)
+		}
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -369,6 +413,10 @@ func (s *server) shutdown(workers *sync.WaitGroup) {
 	queued := len(s.queue)
 	s.cond.Broadcast()
 	s.mu.Unlock()
+	if s.fleet != nil {
+		// River stops fetching and returns once its running jobs have.
+		close(s.stopFleet)
+	}
 
 	done := make(chan struct{})
 	go func() { workers.Wait(); close(done) }()

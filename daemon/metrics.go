@@ -34,6 +34,7 @@ const (
 	infraShutdownTimeout = "shutdown_timeout" // running when benchd stopped, not unwound within StopTimeout
 	infraRecovery        = "recovery"         // in flight when the last benchd died (found at start)
 	infraRequeue         = "requeue"          // queued at the last stop, unable to go on (request or env values lost)
+	infraRescued         = "rescued"          // given up by another host of the fleet: its host went silent
 	infraJournal         = "journal"          // the journal could not be stored
 	infraEngine          = "engine"           // the attempt engine failed (any step), or the task vanished
 )
@@ -105,7 +106,7 @@ func newMetrics(host string, live func() (queued, running int)) *metrics {
 	for _, o := range []string{apitype.OutcomePass, apitype.OutcomeFail, apitype.OutcomeReview, outcomeInfraError, outcomeCanceled} {
 		m.ended.WithLabelValues(o)
 	}
-	for _, r := range []string{infraShutdown, infraShutdownTimeout, infraRecovery, infraRequeue, infraJournal, infraEngine} {
+	for _, r := range []string{infraShutdown, infraShutdownTimeout, infraRecovery, infraRequeue, infraRescued, infraJournal, infraEngine} {
 		m.infra.WithLabelValues(r)
 	}
 	return m

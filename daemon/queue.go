@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,6 +64,9 @@ type liveAttempt struct {
 	env  []apitype.EnvVar // values: memory only
 	// cancel is set (under server.mu) when a worker takes the attempt.
 	cancel context.CancelCauseFunc
+	// complete, on a fleet, completes the attempt's job in the
+	// transaction that records its end (store.Finish.InTx).
+	complete func(ctx context.Context, tx *sql.Tx) error
 
 	mu      sync.Mutex
 	ev      apitype.Event
@@ -162,7 +166,7 @@ func (s *server) endUnrun(ctx context.Context, a apitype.Attempt, state, why str
 		a.InfraError = why
 	}
 	stored := false
-	if err := s.store.UpdateAttempt(ctx, a); err != nil {
+	if err := s.store.UpdateQueued(ctx, a); err != nil {
 		s.log.Error("unable to record the end of an attempt", "attempt", a.ID, "err", err)
 	} else {
 		stored = true
@@ -190,9 +194,10 @@ type submitted struct {
 // submit records a validated request as a run of queued attempts and
 // queues them.
 func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error) {
+	queuedNow, _ := s.counts()
 	s.mu.Lock()
 	stopping := s.stopping
-	waiting := len(s.queue) + s.reserved
+	waiting := queuedNow + s.reserved
 	full := waiting+req.n > s.cfg.MaxQueued
 	if !stopping && !full {
 		s.reserved += req.n
@@ -241,18 +246,45 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 			return apitype.Run{}, err
 		}
 	}
-	s.mu.Lock()
-	for _, id := range run.Attempts {
-		s.live[id] = newLive(id, req.spec, req.env)
-		s.secrets.add(id, req.env)
-		s.queue = append(s.queue, id)
+	if err := s.enqueue(ctx, run.Attempts, req.spec, req.env); err != nil {
+		for _, id := range run.Attempts {
+			if a, gerr := s.store.GetAttempt(ctx, id); gerr == nil {
+				s.endUnrun(context.WithoutCancel(ctx), a, apitype.StateInfraError, err.Error())
+			}
+		}
+		return apitype.Run{}, err
 	}
+	s.mu.Lock()
 	s.reserved -= req.n
 	queued = true
-	s.cond.Broadcast()
 	s.mu.Unlock()
 	s.log.Info("run queued", "run", run.ID, "task", run.Task, "agent", run.Agent, "attempts", len(run.Attempts))
 	return run, nil
+}
+
+// enqueue puts the new queued attempts ids, each of request spec with
+// environment values env, on the queue: this process's, or the fleet's
+// River queue.
+func (s *server) enqueue(ctx context.Context, ids []string, spec queuedSpec, env []apitype.EnvVar) error {
+	if s.fleet != nil {
+		return s.fleet.enqueue(ctx, ids, env)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		s.live[id] = newLive(id, spec, env)
+		s.secrets.add(id, env)
+		s.queue = append(s.queue, id)
+	}
+	s.cond.Broadcast()
+	return nil
+}
+
+// isStopping reports whether intake has stopped.
+func (s *server) isStopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopping
 }
 
 // work serves the queue until shutdown.
@@ -302,8 +334,15 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 	}
 	start := time.Now().UTC()
 	a.State, a.Phase, a.Started = apitype.StateRunning, apitype.PhasePrepare, &start
-	if err := s.store.UpdateAttempt(bg, a); err != nil {
-		log.Error("unable to record the start of an attempt", "err", err)
+	a.Host, a.HostKeyID = s.cfg.Host, PublicHostKey(s.key).KeyID
+	if err := s.store.StartAttempt(bg, a); err != nil {
+		// Canceled, or taken by another host, since it was fetched.
+		log.Warn("attempt not started", "err", err)
+		if b, gerr := s.store.GetAttempt(bg, la.id); gerr == nil {
+			a = b
+		}
+		s.retire(la, a)
+		return
 	}
 	la.publish(apitype.Event{Attempt: la.id, State: apitype.StateRunning, Phase: apitype.PhasePrepare})
 	log.Info("attempt started", "task", la.spec.Task, "agent", la.spec.Agent)
@@ -316,7 +355,7 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 		for p := range phases {
 			rec := a
 			rec.Phase = p
-			if err := s.store.UpdateAttempt(bg, rec); err != nil {
+			if err := s.store.UpdateRunning(bg, rec); err != nil {
 				log.Warn("unable to record the phase", "phase", p, "err", err)
 			}
 		}
@@ -363,6 +402,7 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 	phaseWriter.Wait()
 	final := out.Attempt
 	final.ID, final.Run, final.Task, final.Created, final.Started = a.ID, a.Run, a.Task, a.Created, &start
+	final.Host, final.HostKeyID = a.Host, a.HostKeyID
 	if final.Agent.Spec == "" {
 		final.Agent = a.Agent
 	}
@@ -394,22 +434,13 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 		final.State = apitype.StateInfraError
 		final.InfraError = err.Error()
 	}
+	journalPath := ""
 	if out.JournalPath != "" {
 		if _, serr := os.Stat(out.JournalPath); serr == nil {
-			head, _, ierr := s.store.IngestJournal(bg, la.id, out.JournalPath)
-			switch {
-			case ierr != nil && final.State == apitype.StateDone:
-				final.State = apitype.StateInfraError
-				final.InfraError = fmt.Sprintf("unable to store the journal: %v", ierr)
-				reason = infraJournal
-			case ierr != nil:
-				log.Warn("unable to store the journal", "err", ierr)
-			case final.JournalHead == "":
-				final.JournalHead = head
-			}
+			journalPath = out.JournalPath
 			// An attempt cut short has no verdict, but its journal
 			// says what it changed.
-			if ierr == nil && final.State != apitype.StateDone && task != nil {
+			if final.State != apitype.StateDone && task != nil {
 				if err := attachJournalFacts(&final, out.JournalPath, task.Policy); err != nil {
 					log.Warn("unable to read the facts of the journal", "err", err)
 				}
@@ -434,8 +465,30 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 	scrub.attempt(&final)
 	now := time.Now().UTC()
 	final.Phase, final.Finished, final.BenchdVersion = "", &now, Version
-	if err := s.store.UpdateAttempt(bg, final); err != nil {
-		log.Error("unable to record the end of an attempt", "err", err)
+	// The journal, the verdict and (on a fleet) the job's completion
+	// commit together. A journal that cannot be stored leaves a verdict
+	// without its record: the attempt is then an infra error.
+	err = s.store.Finish(bg, store.Finish{Attempt: final, JournalPath: journalPath, InTx: la.complete})
+	if errors.Is(err, store.ErrJournal) {
+		if final.State == apitype.StateDone {
+			final.State = apitype.StateInfraError
+			final.InfraError = err.Error()
+			final.Pass, final.Reward = false, 0
+			reason = infraJournal
+		} else {
+			log.Warn("unable to store the journal", "err", err)
+		}
+		err = s.store.Finish(bg, store.Finish{Attempt: final, InTx: la.complete})
+	}
+	if err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			log.Error("the end of the attempt is not recorded: the fleet gave it up, or it is scored already", "err", err)
+		} else {
+			log.Error("unable to record the end of an attempt", "err", err)
+		}
+		if b, gerr := s.store.GetAttempt(bg, la.id); gerr == nil {
+			final = b
+		}
 	} else {
 		var pol *apitype.TaskPolicy
 		if task != nil && final.TaskSHA256 != "" {
@@ -492,6 +545,9 @@ func (s *server) cancelAttempt(ctx context.Context, id string) (apitype.Attempt,
 		if err != nil {
 			return apitype.Attempt{}, fmt.Errorf("attempt %s: %w", id, err)
 		}
+		if s.fleet != nil && (a.State == apitype.StateQueued || a.State == apitype.StateRunning) {
+			return s.cancelElsewhere(ctx, a)
+		}
 		return apitype.Attempt{}, fmt.Errorf("attempt %s already ended (%s): %w", id, a.State, errConflict)
 	}
 	if queued {
@@ -514,8 +570,66 @@ func (s *server) cancelAttempt(ctx context.Context, id string) (apitype.Attempt,
 	}
 }
 
-// counts returns how many attempts are queued and running.
+// cancelElsewhere cancels attempt a of the fleet that this host does
+// not run: a queued one at once (unless a host takes it first), a
+// running one by asking its host, which learns of it at its next
+// heartbeat. It waits until the attempt has ended.
+func (s *server) cancelElsewhere(ctx context.Context, a apitype.Attempt) (apitype.Attempt, error) {
+	if a.State == apitype.StateQueued {
+		now := time.Now().UTC()
+		b := a
+		b.State, b.Phase, b.Pass, b.Reward, b.Finished, b.BenchdVersion = apitype.StateCanceled, "", false, 0, &now, Version
+		err := s.store.UpdateQueued(context.WithoutCancel(ctx), b)
+		if err == nil {
+			s.sign(context.WithoutCancel(ctx), a.ID, nil)
+			s.log.Info("queued attempt canceled", "attempt", a.ID)
+			return s.store.GetAttempt(ctx, a.ID)
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return apitype.Attempt{}, err
+		}
+		// A host took it meanwhile: ask that host.
+	}
+	if err := s.store.RequestCancel(ctx, a.ID); err != nil && !errors.Is(err, store.ErrConflict) {
+		return apitype.Attempt{}, err
+	}
+	s.log.Info("cancel asked of the attempt's host", "attempt", a.ID)
+	return s.awaitStored(ctx, a.ID)
+}
+
+// awaitStored waits, polling the store, until attempt id has ended.
+func (s *server) awaitStored(ctx context.Context, id string) (apitype.Attempt, error) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		a, err := s.store.GetAttempt(ctx, id)
+		if err != nil {
+			return a, fmt.Errorf("attempt %s: %w", id, err)
+		}
+		if a.State != apitype.StateQueued && a.State != apitype.StateRunning {
+			return a, nil
+		}
+		select {
+		case <-ctx.Done():
+			return apitype.Attempt{}, ctx.Err()
+		case <-s.closing:
+			return apitype.Attempt{}, fmt.Errorf("attempt %s did not end: %w", id, errBusy)
+		case <-t.C:
+		}
+	}
+}
+
+// counts returns how many attempts are queued (on a fleet, in the whole
+// fleet) and running here.
 func (s *server) counts() (queued, running int) {
+	if s.fleet != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		n, err := s.store.CountStates(ctx)
+		cancel()
+		if err == nil {
+			queued = n[apitype.StateQueued]
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, la := range s.live {
@@ -523,7 +637,7 @@ func (s *server) counts() (queued, running int) {
 			running++
 		}
 	}
-	return len(s.queue), running
+	return queued + len(s.queue), running
 }
 
 // liveOf returns the live attempt id, or nil.

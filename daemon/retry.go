@@ -85,11 +85,10 @@ func (s *server) retry(ctx context.Context, a apitype.Attempt, spec queuedSpec, 
 		return apitype.Attempt{}, err
 	}
 	b.RetryOf = a.ID
-	s.mu.Lock()
-	s.live[b.ID] = newLive(b.ID, spec, env)
-	s.queue = append(s.queue, b.ID)
-	s.cond.Broadcast()
-	s.mu.Unlock()
+	if err := s.enqueue(ctx, []string{b.ID}, spec, env); err != nil {
+		s.endUnrun(context.WithoutCancel(ctx), b, apitype.StateInfraError, err.Error())
+		return apitype.Attempt{}, err
+	}
 	return b, nil
 }
 

@@ -285,6 +285,11 @@ type Attempt struct {
 	Limits *Limits `json:"limits,omitempty"`
 	// BenchdVersion is the version of the benchd that ended the attempt.
 	BenchdVersion string `json:"benchd_version,omitempty"`
+	// Host is the name of the benchd host that ran the attempt (benchd
+	// --host), and HostKeyID the id of its host key (dsse.KeyID); both
+	// empty while the attempt is queued.
+	Host      string `json:"host,omitempty"`
+	HostKeyID string `json:"host_keyid,omitempty"`
 	// RetryOf is the infra-error attempt of the same run this attempt
 	// retries; RetriedBy the attempt that retries this one. A run's slot
 	// is a chain of attempts linked so, with at most one verdict: only an
@@ -580,6 +585,8 @@ type Statement struct {
 	Changeset     []Change      `json:"changeset"`
 	Network       Network       `json:"network"`
 	BenchdVersion string        `json:"benchd_version"`
+	Host          string        `json:"host,omitempty"`
+	HostKeyID     string        `json:"host_keyid,omitempty"`
 	// Binds are the host paths the agent's sandbox showed read-only
 	// beyond its allow-listed root (Attempt.Binds): what else the agent
 	// could read is part of what is signed.
@@ -615,7 +622,7 @@ func StatementOf(a Attempt) Statement {
 		Signal: a.Signal, TimedOut: a.TimedOut, OOM: a.OOM,
 		PeakMemory: a.PeakMemoryBytes, MaxRSS: a.MaxRSSBytes,
 		Edits: a.Edits, Denied: a.Denied, Changeset: a.Changeset, Network: a.Network,
-		BenchdVersion: a.BenchdVersion, Binds: a.Binds, RetryOf: a.RetryOf, Review: a.Review,
+		BenchdVersion: a.BenchdVersion, Host: a.Host, HostKeyID: a.HostKeyID, Binds: a.Binds, RetryOf: a.RetryOf, Review: a.Review,
 	}
 	if a.Review != nil {
 		st.Type = StatementTypeReviewed

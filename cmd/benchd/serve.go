@@ -41,6 +41,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cgroupParent := fl.String("cgroup-parent", "", "delegated cgroup v2 group for attempt groups (default: benchd's own)")
 	retries := fl.Int("retries", 1, "times an infra-error attempt is retried automatically (0: never)")
 	drain := fl.Duration("drain-timeout", 0, "at SIGTERM, how long running attempts may go on to their verdicts before they are canceled (0: cancel at once)")
+	host := fl.String("host", "", "this host's name in the attempts it runs, its fleet queue and its metrics (default: the host name)")
+	rescueAfter := fl.Duration("rescue-after", daemon.DefaultRescueAfter, "on a fleet (--database postgres://), how long an attempt's job may run before another host checks whether its host is still alive")
 	metricsAddr := fl.String("metrics", "", "serve GET /metrics (Prometheus text format) on this TCP host:port, such as 127.0.0.1:9464 (default: off)")
 	if err := fl.Parse(args); err != nil {
 		return fail(stderr, 2, "%v", err)
@@ -59,6 +61,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if *database != "" && !store.IsPostgres(*database) {
 		return fail(stderr, 2, "--database: want a postgres:// or postgresql:// URL")
+	}
+	if *rescueAfter <= 0 {
+		return fail(stderr, 2, "--rescue-after %v: want a positive duration", *rescueAfter)
 	}
 	if *drain < 0 {
 		return fail(stderr, 2, "--drain-timeout %v is negative", *drain)
@@ -94,6 +99,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Retries:      *retries,
 		DrainTimeout: *drain,
 		Metrics:      *metricsAddr,
+		Host:         *host,
+		RescueAfter:  *rescueAfter,
 		MaxQueued:    *maxQueued,
 		AgentUID:     uid,
 		AgentGID:     gid,

@@ -25,6 +25,7 @@ import (
 	"benchd.dev/client"
 	"benchd.dev/client/apitype"
 	"benchd.dev/fsmon/journal"
+	"benchd.dev/internal/pgtest"
 	"benchd.dev/internal/testenv"
 	"benchd.dev/sandbox"
 	"benchd.dev/tasks"
@@ -64,7 +65,12 @@ func TestMain(m *testing.M) {
 				os.RemoveAll(binDir)
 			}
 		}()
-		return m.Run()
+		code = m.Run()
+		if err := pgtest.StopShared(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+		return code
 	}()
 	os.Exit(code)
 }

@@ -130,7 +130,8 @@ func scanAttempt(sc interface{ Scan(...any) error }) (apitype.Attempt, error) {
 	return a, nil
 }
 
-// attemptColumns are the columns of attempts that an insert sets.
+// attemptColumns are the columns of attempts that an insert of schema
+// version 1 sets (later steps add host).
 const attemptColumns = `id, run, task, state, created, data`
 
 // attemptSelect selects what scanAttempt reads: each attempt (as a) with
@@ -195,8 +196,8 @@ func insertAttempt(ctx context.Context, tx *tx, a apitype.Attempt, row attemptRo
 	}
 	var n int64
 	err := tx.QueryRowContext(ctx,
-		`INSERT INTO attempts (`+attemptColumns+`) VALUES (?, ?, ?, ?, ?, ?) RETURNING n`,
-		a.ID, row.run, a.Task, a.State, row.created, row.data).Scan(&n)
+		`INSERT INTO attempts (`+attemptColumns+`, host) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING n`,
+		a.ID, row.run, a.Task, a.State, row.created, row.data, a.Host).Scan(&n)
 	if err != nil {
 		return 0, translate(err)
 	}
@@ -206,25 +207,16 @@ func insertAttempt(ctx context.Context, tx *tx, a apitype.Attempt, row attemptRo
 // UpdateAttempt replaces the stored attempt a.ID with a, every field
 // (Created too: pass back what GetAttempt returned). An attempt that does
 // not exist, or a Run that does not exist, is an error matching
-// ErrNotFound; an unknown State is an error matching ErrInvalid.
+// ErrNotFound; an unknown State is an error matching ErrInvalid. An
+// attempt that becomes done is scored (see Finish): a second done
+// attempt of one retry chain is an error matching ErrConflict.
 func (s *Store) UpdateAttempt(ctx context.Context, a apitype.Attempt) error {
 	row, err := toRow(a)
 	if err != nil {
 		return fmt.Errorf("unable to update attempt %s: %w", a.ID, err)
 	}
 	err = s.writeTx(ctx, func(tx *tx) error {
-		res, err := tx.ExecContext(ctx,
-			`UPDATE attempts SET run = ?, task = ?, state = ?, created = ?, data = ? WHERE id = ?`,
-			row.run, a.Task, a.State, row.created, row.data, a.ID)
-		if err != nil {
-			return translate(err)
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return ErrNotFound
-		}
-		return nil
+		return updateAttempt(ctx, tx, a, row, "", "")
 	})
 	if err != nil {
 		return fmt.Errorf("unable to update attempt %s: %w", a.ID, err)
@@ -340,11 +332,22 @@ func (s *Store) ListAttempts(ctx context.Context, f Filter) ([]apitype.Attempt, 
 // (where it stopped). Queued attempts are left queued. It returns the ids
 // changed, oldest first.
 func (s *Store) MarkInFlightInfraError(ctx context.Context, reason string) ([]string, error) {
+	return s.MarkHostInFlightInfraError(ctx, reason, "")
+}
+
+// MarkHostInFlightInfraError is MarkInFlightInfraError of the attempts
+// running on host only (every host's when host is empty): on a fleet a
+// starting benchd recovers its own, and leaves the others' to their
+// hosts and to Rescue.
+func (s *Store) MarkHostInFlightInfraError(ctx context.Context, reason, host string) ([]string, error) {
 	now := time.Now().UTC()
 	ids := []string{}
 	err := s.writeTx(ctx, func(tx *tx) error {
-		rows, err := tx.QueryContext(ctx, attemptSelect+` WHERE a.state = ? ORDER BY a.created, a.n`,
-			apitype.StateRunning)
+		q, args := attemptSelect+` WHERE a.state = ?`, []any{apitype.StateRunning}
+		if host != "" {
+			q, args = q+` AND a.host = ?`, append(args, host)
+		}
+		rows, err := tx.QueryContext(ctx, q+` ORDER BY a.created, a.n`, args...)
 		if err != nil {
 			return err
 		}

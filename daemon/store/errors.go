@@ -20,6 +20,9 @@ var (
 	// ErrInvalid: the argument cannot be stored (empty id, unknown state,
 	// a journal that is not one).
 	ErrInvalid = errors.New("invalid")
+	// ErrJournal: Finish could not store the attempt's journal (the
+	// error says why); nothing of the transaction was committed.
+	ErrJournal = errors.New("unable to store the journal")
 	// ErrSchemaTooNew: the database was written by a newer benchd.
 	ErrSchemaTooNew = errors.New("database schema is newer than this benchd supports")
 )

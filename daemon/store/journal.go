@@ -78,61 +78,52 @@ func (s *Store) IngestJournal(ctx context.Context, attemptID, journalPath string
 			err = fmt.Errorf("unable to ingest journal %s of attempt %s: %w", journalPath, attemptID, err)
 		}
 	}()
-	// Two handles on one file: the journal reader parses and checks each
-	// record, raw gives the same record's bytes to store.
-	f, err := os.Open(journalPath)
+	// Blobs are placed first, and outside the transaction: a committed
+	// journal never names a missing blob, and the sync does not hold up
+	// other writers. Blobs of a journal that is then refused are
+	// harmless.
+	in, err := s.prepareIngest(ctx, attemptID, journalPath)
 	if err != nil {
 		return "", 0, err
 	}
-	defer f.Close()
-	raw, err := os.Open(journalPath)
-	if err != nil {
-		return "", 0, err
-	}
-	defer raw.Close()
-	st, err := raw.Stat()
-	if err != nil {
-		return "", 0, err
-	}
-
-	// Fail early without the write lock; the transaction checks again.
-	if _, err := noJournalYet(ctx, s.r, attemptID); err != nil {
-		return "", 0, err
-	}
-	// Blobs first, and outside the transaction: a committed journal
-	// never names a missing blob, and the sync does not hold up other
-	// writers. Blobs of a journal that is then refused are harmless.
-	shas, _, err := s.placeBlobs(journal.BlobsDir(journalPath))
-	if err != nil {
-		return "", 0, err
-	}
+	defer in.close()
 	err = s.writeTx(ctx, func(tx *tx) error {
-		an, err := noJournalYet(ctx, tx, attemptID)
-		if err != nil {
-			return err
-		}
-		head, n, err = insertLines(ctx, tx, an, journal.NewReader(f), bufio.NewReaderSize(raw, 256<<10))
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("%w: the journal is empty", ErrInvalid)
-		}
-		_, err = tx.ExecContext(ctx,
-			`INSERT INTO journals (attempt, records, head, bytes, ingested) VALUES (?, ?, ?, ?, ?)`,
-			an, n, head, st.Size(), nanos(time.Now()))
-		if err != nil {
-			return translate(err)
-		}
-		if _, ok := s.d.(postgresDialect); ok {
-			return s.insertBlobs(ctx, tx, an, shas)
-		}
-		return nil
+		head, err = in.run(ctx, s, tx)
+		n = in.records
+		return err
 	})
 	if err != nil {
 		return "", 0, err
 	}
 	return head, n, nil
+}
+
+// run stores the journal in tx and returns its head: its lines, its
+// journals row and, on PostgreSQL, its blobs' rows. The attempt must
+// have no journal yet (else ErrConflict).
+func (in *ingest) run(ctx context.Context, s *Store, tx *tx) (string, error) {
+	an, err := noJournalYet(ctx, tx, in.id)
+	if err != nil {
+		return "", err
+	}
+	head, n, err := insertLines(ctx, tx, an, journal.NewReader(in.f), bufio.NewReaderSize(in.raw, 256<<10))
+	if err != nil {
+		return "", err
+	}
+	if n == 0 {
+		return "", fmt.Errorf("%w: the journal is empty", ErrInvalid)
+	}
+	in.records = n
+	_, err = tx.ExecContext(ctx,
+		`INSERT INTO journals (attempt, records, head, bytes, ingested) VALUES (?, ?, ?, ?, ?)`,
+		an, n, head, in.size, nanos(time.Now()))
+	if err != nil {
+		return "", translate(err)
+	}
+	if _, ok := s.d.(postgresDialect); ok {
+		return head, s.insertBlobs(ctx, tx, an, in.shas)
+	}
+	return head, nil
 }
 
 // lineBatch is up to batchRows journal lines, back to back in buf.

@@ -112,6 +112,10 @@ CREATE TABLE reviews (
 );
 `,
 	},
+	{
+		name: "hosts and scores",
+		sql:  hostsAndScores("INTEGER"),
+	},
 }
 
 // SchemaVersion is the schema version this package writes to SQLite

@@ -108,6 +108,10 @@ CREATE TABLE journal_blobs (
 );
 `,
 	},
+	{
+		name: "hosts and scores",
+		sql:  hostsAndScores("BIGINT"),
+	},
 }
 
 // redact returns database with its password left out, for messages.

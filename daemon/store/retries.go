@@ -26,53 +26,7 @@ func (s *Store) CreateRetry(ctx context.Context, a apitype.Attempt, of string, r
 		return fmt.Errorf("unable to create retry %s of %s: %w", a.ID, of, err)
 	}
 	err = s.writeTx(ctx, func(tx *tx) error {
-		var (
-			n         int64
-			run       sql.NullString
-			state     string
-			retriedBy sql.NullString
-		)
-		err := tx.QueryRowContext(ctx, `SELECT n, run, state,
-			(SELECT b.id FROM retries r JOIN attempts b ON b.n = r.attempt WHERE r.retry_of = attempts.n)
-			FROM attempts WHERE id = ?`, of).Scan(&n, &run, &state, &retriedBy)
-		if err != nil {
-			return fmt.Errorf("attempt %s: %w", of, translate(err))
-		}
-		switch {
-		case !run.Valid:
-			return fmt.Errorf("%w: attempt %s belongs to no run", ErrInvalid, of)
-		case run.String != a.Run:
-			return fmt.Errorf("%w: attempt %s is of run %s, the retry of run %q", ErrInvalid, of, run.String, a.Run)
-		case retriedBy.Valid:
-			return fmt.Errorf("%w: attempt %s was retried already, by %s", ErrConflict, of, retriedBy.String)
-		case state != apitype.StateInfraError:
-			return fmt.Errorf("%w: attempt %s is %s: only an infra error is retried", ErrConflict, of, state)
-		}
-		an, err := insertAttempt(ctx, tx, a, row)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO retries (attempt, retry_of) VALUES (?, ?)`, an, n); err != nil {
-			return translate(err)
-		}
-		if request != nil {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO requests (attempt, request) VALUES (?, ?)`, an, request); err != nil {
-				return translate(err)
-			}
-		}
-		var ids []byte
-		if err := tx.QueryRowContext(ctx, `SELECT attempts FROM runs WHERE id = ?`, a.Run).Scan(&ids); err != nil {
-			return fmt.Errorf("run %s: %w", a.Run, translate(err))
-		}
-		var list []string
-		if err := json.Unmarshal(ids, &list); err != nil {
-			return fmt.Errorf("run %s: attempts: %w", a.Run, err)
-		}
-		if ids, err = json.Marshal(append(list, a.ID)); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET attempts = ? WHERE id = ?`, ids, a.Run)
-		return err
+		return createRetry(ctx, tx, a, row, of, request)
 	})
 	if err != nil {
 		return fmt.Errorf("unable to create retry %s of %s: %w", a.ID, of, err)
@@ -110,4 +64,56 @@ func (s *Store) Request(ctx context.Context, id string) ([]byte, error) {
 		return nil, fmt.Errorf("request of attempt %s: %w", id, translate(err))
 	}
 	return b, nil
+}
+
+// createRetry makes a (split into row) the retry of attempt of in tx,
+// with request when not nil (see CreateRetry).
+func createRetry(ctx context.Context, tx *tx, a apitype.Attempt, row attemptRow, of string, request []byte) error {
+	var (
+		n         int64
+		run       sql.NullString
+		state     string
+		retriedBy sql.NullString
+	)
+	err := tx.QueryRowContext(ctx, `SELECT n, run, state,
+		(SELECT b.id FROM retries r JOIN attempts b ON b.n = r.attempt WHERE r.retry_of = attempts.n)
+		FROM attempts WHERE id = ?`, of).Scan(&n, &run, &state, &retriedBy)
+	if err != nil {
+		return fmt.Errorf("attempt %s: %w", of, translate(err))
+	}
+	switch {
+	case !run.Valid:
+		return fmt.Errorf("%w: attempt %s belongs to no run", ErrInvalid, of)
+	case run.String != a.Run:
+		return fmt.Errorf("%w: attempt %s is of run %s, the retry of run %q", ErrInvalid, of, run.String, a.Run)
+	case retriedBy.Valid:
+		return fmt.Errorf("%w: attempt %s was retried already, by %s", ErrConflict, of, retriedBy.String)
+	case state != apitype.StateInfraError:
+		return fmt.Errorf("%w: attempt %s is %s: only an infra error is retried", ErrConflict, of, state)
+	}
+	an, err := insertAttempt(ctx, tx, a, row)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO retries (attempt, retry_of) VALUES (?, ?)`, an, n); err != nil {
+		return translate(err)
+	}
+	if request != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO requests (attempt, request) VALUES (?, ?)`, an, request); err != nil {
+			return translate(err)
+		}
+	}
+	var ids []byte
+	if err := tx.QueryRowContext(ctx, `SELECT attempts FROM runs WHERE id = ?`, a.Run).Scan(&ids); err != nil {
+		return fmt.Errorf("run %s: %w", a.Run, translate(err))
+	}
+	var list []string
+	if err := json.Unmarshal(ids, &list); err != nil {
+		return fmt.Errorf("run %s: attempts: %w", a.Run, err)
+	}
+	if ids, err = json.Marshal(append(list, a.ID)); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE runs SET attempts = ? WHERE id = ?`, ids, a.Run)
+	return err
 }

@@ -169,13 +169,20 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *tx) error) error {
 	if err != nil {
 		return err
 	}
+	// A panic in fn must not leave the transaction open on its pooled
+	// connection (on PostgreSQL holding the writers' lock).
+	committed := false
+	defer func() {
+		if !committed {
+			tx.Rollback()
+		}
+	}()
 	if err := s.d.lockWrite(ctx, tx.Tx); err != nil {
-		tx.Rollback()
 		return err
 	}
 	if err := fn(tx); err != nil {
-		tx.Rollback()
 		return err
 	}
+	committed = true
 	return tx.Commit()
 }
