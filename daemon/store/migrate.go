@@ -112,6 +112,14 @@ CREATE TABLE reviews (
 );
 `,
 	},
+	{
+		name: "the tasks of a run",
+		sql: `
+-- A run's tasks, in order (JSON array of task ids). A run stored before
+-- runs had several tasks has '[]': its one task is runs.task.
+ALTER TABLE runs ADD COLUMN tasks TEXT NOT NULL DEFAULT '[]';
+`,
+	},
 }
 
 // SchemaVersion is the schema version this package writes to SQLite
