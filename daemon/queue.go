@@ -178,24 +178,32 @@ func (s *server) endUnrun(ctx context.Context, a apitype.Attempt, state, why str
 	return a
 }
 
-// submitted is a validated RunRequest.
+// submitted is a validated RunRequest: n attempts of each of its tasks.
 type submitted struct {
+	tasks []submittedTask // in the request's order
+	env   []apitype.EnvVar
+	n     int
+}
+
+// submittedTask is one task of a submitted request: what its attempts
+// run.
+type submittedTask struct {
 	task     *tasks.Task
 	identity apitype.AgentIdentity
 	spec     queuedSpec
-	env      []apitype.EnvVar
-	n        int
 }
 
 // submit records a validated request as a run of queued attempts and
-// queues them.
+// queues them, task by task. The queue's limit holds for the whole run:
+// it is queued entirely or not at all.
 func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error) {
+	total := req.n * len(req.tasks)
 	s.mu.Lock()
 	stopping := s.stopping
 	waiting := len(s.queue) + s.reserved
-	full := waiting+req.n > s.cfg.MaxQueued
+	full := waiting+total > s.cfg.MaxQueued
 	if !stopping && !full {
-		s.reserved += req.n
+		s.reserved += total
 	}
 	s.mu.Unlock()
 	if stopping {
@@ -203,34 +211,43 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 	}
 	if full {
 		return apitype.Run{}, fmt.Errorf("%d attempts queued and %d asked for, beyond the limit of %d (benchd --max-queued): %w",
-			waiting, req.n, s.cfg.MaxQueued, errQueueFull)
+			waiting, total, s.cfg.MaxQueued, errQueueFull)
 	}
 	queued := false
 	defer func() {
 		if !queued {
 			s.mu.Lock()
-			s.reserved -= req.n
+			s.reserved -= total
 			s.mu.Unlock()
 		}
 	}()
-	request, err := json.Marshal(req.spec)
-	if err != nil {
-		return apitype.Run{}, err
-	}
 	now := time.Now().UTC()
-	run := apitype.Run{ID: newID("r-"), Task: req.task.ID, Agent: req.spec.Agent, Created: now}
-	for range req.n {
-		run.Attempts = append(run.Attempts, newID("a-"))
+	run := apitype.Run{ID: newID("r-"), Agent: req.tasks[0].spec.Agent, Tasks: []string{}, Created: now}
+	if len(req.tasks) == 1 {
+		run.Task = req.tasks[0].task.ID
+	}
+	slot := make([]*submittedTask, 0, total) // the task of each attempt
+	for i := range req.tasks {
+		run.Tasks = append(run.Tasks, req.tasks[i].task.ID)
+		for range req.n {
+			run.Attempts = append(run.Attempts, newID("a-"))
+			slot = append(slot, &req.tasks[i])
+		}
 	}
 	if err := s.store.CreateRun(ctx, run); err != nil {
 		return apitype.Run{}, fmt.Errorf("unable to record the run: %w", err)
 	}
-	for _, id := range run.Attempts {
-		if err := writeSpec(s.cfg.StateDir, id, req.spec); err != nil {
+	for i, id := range run.Attempts {
+		st := slot[i]
+		request, err := json.Marshal(st.spec)
+		if err != nil {
+			return apitype.Run{}, err
+		}
+		if err := writeSpec(s.cfg.StateDir, id, st.spec); err != nil {
 			return apitype.Run{}, err
 		}
 		a := apitype.Attempt{
-			ID: id, Run: run.ID, Task: run.Task, Agent: req.identity,
+			ID: id, Run: run.ID, Task: st.task.ID, Agent: st.identity,
 			State: apitype.StateQueued, Reasons: []apitype.Reason{}, Changeset: []apitype.Change{},
 			ExitCode: -1, Created: now,
 		}
@@ -242,16 +259,16 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 		}
 	}
 	s.mu.Lock()
-	for _, id := range run.Attempts {
-		s.live[id] = newLive(id, req.spec, req.env)
+	for i, id := range run.Attempts {
+		s.live[id] = newLive(id, slot[i].spec, req.env)
 		s.secrets.add(id, req.env)
 		s.queue = append(s.queue, id)
 	}
-	s.reserved -= req.n
+	s.reserved -= total
 	queued = true
 	s.cond.Broadcast()
 	s.mu.Unlock()
-	s.log.Info("run queued", "run", run.ID, "task", run.Task, "agent", run.Agent, "attempts", len(run.Attempts))
+	s.log.Info("run queued", "run", run.ID, "tasks", strings.Join(run.Tasks, ","), "agent", run.Agent, "attempts", len(run.Attempts))
 	return run, nil
 }
 

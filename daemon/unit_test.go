@@ -214,7 +214,7 @@ func TestSubmitQueueBound(t *testing.T) {
 	defer st.Close()
 	s := &server{cfg: Config{StateDir: state, MaxQueued: 5}, store: st, live: map[string]*liveAttempt{}, secrets: &secretSet{}, log: slog.New(slog.DiscardHandler)}
 	s.cond = sync.NewCond(&s.mu)
-	sub := submitted{task: &tasks.Task{ID: "rt-01"}, spec: queuedSpec{Task: "rt-01", Agent: apitype.AgentNull}, n: 2}
+	sub := submitted{tasks: []submittedTask{{task: &tasks.Task{ID: "rt-01"}, spec: queuedSpec{Task: "rt-01", Agent: apitype.AgentNull}}}, n: 2}
 	const runs = 8
 	errs := make(chan error, runs)
 	var wg sync.WaitGroup
