@@ -18,7 +18,9 @@ import (
 
 // runSlots returns run id and its slots: one attempt per first attempt
 // of the run, in the run's order, followed along its retries to the
-// last (the attempt whose verdict counts).
+// last (the attempt whose verdict counts). An attempt whose end is
+// stored but that benchd is still ending shows as running, in phase
+// store: its retry may be on its way.
 func (s *server) runSlots(ctx context.Context, id string) (apitype.Run, []apitype.Attempt, error) {
 	run, err := s.store.GetRun(ctx, id)
 	if err != nil {
@@ -47,6 +49,11 @@ func (s *server) runSlots(ctx context.Context, id string) (apitype.Run, []apityp
 				break
 			}
 			a = next
+		}
+		if ended(a) && s.liveOf(a.ID) != nil {
+			// Its end is stored, but benchd is still ending it (signing
+			// it, queueing the retry of an infra error): not ended yet.
+			a.State, a.Phase = apitype.StateRunning, apitype.PhaseStore
 		}
 		slots = append(slots, a)
 	}

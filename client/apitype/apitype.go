@@ -131,9 +131,12 @@ type Run struct {
 // RunStatus is where each attempt of a run is: GET /v1/runs/{id}/status.
 type RunStatus struct {
 	Run Run `json:"run"`
-	// Attempts has one attempt per id of Run.Attempts, in that order:
-	// that attempt, or the last of its retries when it was an infra error
-	// benchd retried (the attempt whose verdict counts).
+	// Attempts has one attempt per first attempt of the run (Run.Attempts
+	// lists retries too, after the attempts of the request), in that
+	// order: that attempt, or the last of its retries when it was an
+	// infra error benchd retried (the attempt whose verdict counts). An
+	// attempt benchd is still ending (its retry may be on its way) is
+	// running, in phase store.
 	Attempts []Attempt `json:"attempts"`
 	// Ended says whether every one of Attempts has ended (done, infra
 	// error or canceled).
