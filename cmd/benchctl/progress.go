@@ -79,7 +79,7 @@ type runView struct {
 	Hosts []hostCounts `json:"hosts,omitempty"` // by host name; only when some attempt names its host
 	// ETAMS estimates the time left, in milliseconds: the attempts not
 	// ended, times the mean time of the attempts that ran to their end
-	// so far, divided by how many run at once. -1 while no attempt has
+	// so far, divided by how many run at once (eta). -1 while no attempt has
 	// ended (nothing to estimate from).
 	ETAMS int64 `json:"eta_ms"`
 }
@@ -113,7 +113,8 @@ func viewOf(run string, slots []apitype.Attempt, concurrency int) runView {
 }
 
 // eta is runView.ETAMS of slots. The mean is of the attempts that
-// started and ended (their whole time, grading included); the attempts
+// started and ended by themselves, done or an infra error (their whole
+// time, grading included; a canceled one says nothing of it); the attempts
 // left are divided among max(concurrency, running) at once, at most one
 // each.
 func eta(slots []apitype.Attempt, concurrency int) int64 {
@@ -126,7 +127,7 @@ func eta(slots []apitype.Attempt, concurrency int) int64 {
 			left++
 		case !finished(a):
 			left++
-		case a.Started != nil && a.Finished != nil:
+		case a.State != apitype.StateCanceled && a.Started != nil && a.Finished != nil:
 			sum += a.Finished.Sub(*a.Started)
 			n++
 		}
