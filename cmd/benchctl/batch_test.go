@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -287,5 +289,160 @@ func TestProgressTableRedraw(t *testing.T) {
 	}
 	if !strings.Contains(out, "\r\x1b[2Kall   0/1") {
 		t.Errorf("got %q, want the run's row", out)
+	}
+}
+
+// TestRunBatch: run --tasks and --list send the tasks as one request and
+// follow the run: plain lines off a terminal, the table on one, the
+// verdicts and an exit status by them at the end.
+func TestRunBatch(t *testing.T) {
+	fx := newFixture(t)
+	pass := attemptWith(fx, "a-2", func(a *apitype.Attempt) { a.Task = "rt-01" })
+	fail := attemptWith(fx, "a-3", func(a *apitype.Attempt) {
+		a.Task, a.Pass, a.Reward = "rt-02", false, 0
+		a.Reasons = []apitype.Reason{{Code: "tests_failed", Message: "1 of 5 tests failed"}}
+	})
+	list := filepath.Join(t.TempDir(), "list")
+	if err := os.WriteFile(list, []byte("rt-01\nrt-02\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		terminal bool
+		wantOut  []string
+		noOut    string
+	}{
+		{"tasks", []string{"--tasks", "rt-01,rt-02"}, false,
+			[]string{"run r-2: 2 attempts of 2 tasks by builtin:null\n", "a-2 rt-01: pass", "a-3 rt-02: FAIL", "(tests_failed) [2 of 2 done]",
+				"run r-2: 2 of 2 done, 1 passed, 1 failed\n", "ATTEMPT", "1 of 2 attempts passed (run r-2)", "a-3: tests_failed: 1 of 5 tests failed"}, "\x1b["},
+		{"list", []string{"--list", list}, false, []string{"2 of 2 done, 1 passed, 1 failed"}, "\x1b["},
+		{"on a terminal", []string{"--tasks", "rt-01,rt-02"}, true,
+			[]string{"\r\x1b[2KHOST  DONE", "\r\x1b[2Kall   2/2   1       1", "run r-2: done", "1 of 2 attempts passed"}, "[2 of 2 done]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newFakeDaemon(t, fx)
+			d.runAttempts = []apitype.Attempt{pass, fail}
+			args := append([]string{"run", "--agent", "builtin:null"}, tt.args...)
+			code, stdout, stderr := runCLI(t, d.Socket, nil, tt.terminal, args...)
+			if code != exitNo {
+				t.Errorf("got exit %d, want %d: a fail (stderr %q)", code, exitNo, stderr)
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("got stdout\n%s\nwant it to contain %q", stdout, w)
+				}
+			}
+			if strings.Contains(stdout, tt.noOut) {
+				t.Errorf("got stdout\n%q\nwant no %q", stdout, tt.noOut)
+			}
+			var req apitype.RunRequest
+			if len(d.runBodies) != 1 || json.Unmarshal([]byte(d.runBodies[0]), &req) != nil {
+				t.Fatalf("got run requests %q, want one", d.runBodies)
+			}
+			if !slices.Equal(req.Tasks, []string{"rt-01", "rt-02"}) || req.Task != "" {
+				t.Errorf("got request tasks %v and task %q, want rt-01, rt-02 and none", req.Tasks, req.Task)
+			}
+		})
+	}
+}
+
+func TestRunBatchErrors(t *testing.T) {
+	fx := newFixture(t)
+	d := newFakeDaemon(t, fx)
+	bad := filepath.Join(t.TempDir(), "bad")
+	if err := os.WriteFile(bad, []byte("rt-01\nrt-02 extra\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a bad list", []string{"run", "--list", bad, "--agent", "x"}, "benchctl run: --list " + bad + `: line 2: "rt-02 extra" is not one task id`},
+		{"no list", []string{"run", "--list", bad + ".none", "--agent", "x"}, "no such file"},
+		{"an unknown task", []string{"run", "--tasks", "rt-01,rt-98", "--agent", "x"}, `benchctl run: unknown task "rt-98"`},
+		{"wait of an attempt", []string{"wait", "a-1"}, `benchctl wait: "a-1" is not a run id (r-...)`},
+		{"wait of no run", []string{"wait", "r-404"}, "benchctl wait: no run r-404"},
+		{"wait without a run", []string{"wait"}, "benchctl wait: missing RUN"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, d.Socket, nil, false, tt.args...)
+			if code != exitError || !strings.Contains(stderr, tt.want) {
+				t.Errorf("got exit %d, stderr %q; want %d and %q", code, stderr, exitError, tt.want)
+			}
+		})
+	}
+	if len(d.runBodies) != 0 {
+		t.Errorf("got run requests %q, want none", d.runBodies)
+	}
+}
+
+// TestRunBatchInterrupted: a run of several tasks interrupted is
+// canceled whole; wait interrupted leaves the run going.
+func TestRunBatchInterrupted(t *testing.T) {
+	fx := newFixture(t)
+	running := func(id string) apitype.Attempt {
+		return attemptWith(fx, id, func(a *apitype.Attempt) { a.State, a.Phase, a.Pass = apitype.StateRunning, apitype.PhaseRun, false })
+	}
+	for _, tt := range []struct {
+		name      string
+		args      []string
+		wantErr   string
+		wantState string
+	}{
+		{"run", []string{"run", "--tasks", "rt-01,rt-02", "--agent", "builtin:null"}, "benchctl run: interrupted: canceled 2 attempts of run r-2\n", apitype.StateCanceled},
+		{"wait", []string{"wait", "r-2"}, "benchctl wait: interrupted; run r-2 goes on (benchctl wait r-2)\n", apitype.StateRunning},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newFakeDaemon(t, fx)
+			d.runAttempts = []apitype.Attempt{running("a-2"), running("a-3")}
+			if tt.name == "wait" {
+				if code, _, stderr := runCLI(t, d.Socket, nil, false, "run", "--tasks", "rt-01,rt-02", "--agent", "builtin:null", "--detach"); code != exitOK {
+					t.Fatalf("run --detach: exit %d, %s", code, stderr)
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(300*time.Millisecond, cancel)
+			code, _, stderr := runCLIContext(ctx, t, d.Socket, nil, false, tt.args...)
+			if code != exitError || stderr != tt.wantErr {
+				t.Errorf("got exit %d, stderr %q; want %d, %q", code, stderr, exitError, tt.wantErr)
+			}
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			for _, id := range []string{"a-2", "a-3"} {
+				if got := d.attempts[id].State; got != tt.wantState {
+					t.Errorf("got %s %s, want %s", id, got, tt.wantState)
+				}
+			}
+		})
+	}
+}
+
+// TestCancelRun: cancel of a run id cancels the run's attempts, and
+// cancel of an attempt id still cancels that attempt alone.
+func TestCancelRun(t *testing.T) {
+	fx := newFixture(t)
+	d := newFakeDaemon(t, fx)
+	running := func(id string) apitype.Attempt {
+		return attemptWith(fx, id, func(a *apitype.Attempt) { a.State, a.Pass = apitype.StateRunning, false })
+	}
+	d.runAttempts = []apitype.Attempt{running("a-2"), running("a-3"), running("a-4")}
+	if code, _, stderr := runCLI(t, d.Socket, nil, false, "run", "--tasks", "rt-01,rt-02,rt-03", "--agent", "x", "--detach"); code != exitOK {
+		t.Fatalf("run --detach: exit %d, %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, d.Socket, nil, false, "cancel", "a-4")
+	if code != exitOK || stdout != "a-4: canceled\n" {
+		t.Errorf("cancel a-4: got exit %d, %q %q; want a-4 canceled", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(t, d.Socket, nil, false, "cancel", "r-2")
+	if code != exitOK || stdout != "a-2: canceled\na-3: canceled\n" {
+		t.Errorf("cancel r-2: got exit %d, %q %q; want a-2 and a-3 canceled", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI(t, d.Socket, nil, false, "cancel", "r-2")
+	if code != exitError || !strings.Contains(stderr, "r-2: run r-2 has no queued or running attempt") {
+		t.Errorf("cancel r-2 again: got exit %d, %q; want the conflict", code, stderr)
 	}
 }
