@@ -58,3 +58,9 @@ func TestMigrateRunTasks(t *testing.T) {
 		t.Errorf("got run %+v, want tasks [rt-01] and attempts [a1]", r)
 	}
 }
+
+// withTasks is r with Tasks tasks.
+func withTasks(r apitype.Run, tasks ...string) apitype.Run {
+	r.Tasks = tasks
+	return r
+}
