@@ -124,7 +124,7 @@ const maxStatusErrors = 5
 // then its verdicts, and returns the exit status (runExit). When ctx
 // ends first and cancel is set, the run's queued and running attempts
 // are canceled; else they go on.
-func (c *CLI) followRun(ctx context.Context, cmd string, asJSON bool, run apitype.Run, cancel bool) int {
+func (c *CLI) followRun(ctx context.Context, cmd string, asJSON bool, every time.Duration, run apitype.Run, cancel bool) int {
 	form := formPlain
 	switch {
 	case asJSON:
@@ -132,7 +132,7 @@ func (c *CLI) followRun(ctx context.Context, cmd string, asJSON bool, run apityp
 	case c.Terminal:
 		form = formTable
 	}
-	p := newProgressWriter(c.Stdout, form, run)
+	p := newProgressWriter(c.Stdout, form, run, every)
 	p.start()
 	var st apitype.RunStatus
 	fails := 0
@@ -183,12 +183,16 @@ func (c *CLI) interrupted(cmd string, run apitype.Run, cancel bool) int {
 
 func (c *CLI) cmdWait(ctx context.Context, args []string) int {
 	f := c.newFlags("wait")
+	every := f.Duration("every", defaultEvery, "off a terminal, print the run's progress every `D` (and as each attempt ends)")
 	pos, code, ok := c.parse(f, args)
 	if !ok {
 		return code
 	}
 	if code, ok := c.wantArgs(f, pos, 1, 1, "RUN"); !ok {
 		return code
+	}
+	if *every <= 0 {
+		return c.usageError("wait", "--every %v: want a positive duration", *every)
 	}
 	id := pos[0]
 	if !strings.HasPrefix(id, "r-") {
@@ -198,5 +202,5 @@ func (c *CLI) cmdWait(ctx context.Context, args []string) int {
 	if err != nil {
 		return c.fail("wait", exitError, err)
 	}
-	return c.followRun(ctx, "wait", f.json, st.Run, false)
+	return c.followRun(ctx, "wait", f.json, *every, st.Run, false)
 }

@@ -204,11 +204,11 @@ func TestETA(t *testing.T) {
 
 // TestProgressPlain: off a terminal, one line as each attempt ends (once
 // each, however many statuses show it ended), a periodic line every
-// plainEvery, the last line at the end; never a terminal escape.
+// --every, the last line at the end; never a terminal escape.
 func TestProgressPlain(t *testing.T) {
 	run := apitype.Run{ID: "r-1", Tasks: []string{"rt-01", "rt-02"}, Agent: "builtin:null", Attempts: []string{"a-1", "a-2"}}
 	var b bytes.Buffer
-	p := newProgressWriter(&b, formPlain, run)
+	p := newProgressWriter(&b, formPlain, run, 5*time.Second)
 	now := progressAt
 	p.now = func() time.Time { return now }
 	p.start()
@@ -219,7 +219,9 @@ func TestProgressPlain(t *testing.T) {
 	st.Attempts[1] = slot("a-2", "rt-02", apitype.StateRunning, false, "", 0)
 	p.update(st)
 	p.update(st) // a-1's end again: no second line
-	now = now.Add(plainEvery)
+	now = now.Add(4 * time.Second)
+	p.update(st) // not yet 5 s: no periodic line
+	now = now.Add(time.Second)
 	p.update(st) // the periodic line
 	st.Attempts[1] = slot("a-2", "rt-02", apitype.StateDone, true, "", 1500*time.Millisecond)
 	st.Ended = true
@@ -242,7 +244,7 @@ func TestProgressPlain(t *testing.T) {
 func TestProgressJSON(t *testing.T) {
 	run := apitype.Run{ID: "r-1", Tasks: []string{"rt-01"}, Agent: "builtin:null", Attempts: []string{"a-1"}}
 	var b bytes.Buffer
-	p := newProgressWriter(&b, formJSON, run)
+	p := newProgressWriter(&b, formJSON, run, defaultEvery)
 	p.now = func() time.Time { return progressAt }
 	p.start()
 	st := apitype.RunStatus{Run: run, Ended: true, Attempts: []apitype.Attempt{slot("a-1", "rt-01", apitype.StateDone, true, "", time.Second)}}
@@ -278,7 +280,7 @@ func TestProgressJSON(t *testing.T) {
 func TestProgressTableRedraw(t *testing.T) {
 	run := apitype.Run{ID: "r-1", Tasks: []string{"rt-01"}, Attempts: []string{"a-1"}}
 	var b bytes.Buffer
-	p := newProgressWriter(&b, formTable, run)
+	p := newProgressWriter(&b, formTable, run, defaultEvery)
 	st := apitype.RunStatus{Run: run, Attempts: []apitype.Attempt{slot("a-1", "rt-01", apitype.StateRunning, false, "", 0)}}
 	p.update(st)
 	first := b.Len()
@@ -366,6 +368,8 @@ func TestRunBatchErrors(t *testing.T) {
 		{"wait of an attempt", []string{"wait", "a-1"}, `benchctl wait: "a-1" is not a run id (r-...)`},
 		{"wait of no run", []string{"wait", "r-404"}, "benchctl wait: no run r-404"},
 		{"wait without a run", []string{"wait"}, "benchctl wait: missing RUN"},
+		{"every zero", []string{"run", "--tasks", "rt-01", "--agent", "x", "--every", "0s"}, "benchctl run: --every 0s: want a positive duration"},
+		{"wait every negative", []string{"wait", "r-2", "--every", "-1s"}, "benchctl wait: --every -1s: want a positive duration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,8 +20,8 @@ import (
 //   - on a terminal, a table redrawn in place: per host when the
 //     attempts name one, then the whole run, and an estimate of the time
 //     left;
-//   - off a terminal, plain lines: one every plainEvery, and one as each
-//     attempt ends;
+//   - off a terminal, plain lines: one every --every (default
+//     defaultEvery), and one as each attempt ends;
 //   - with --json, newline-delimited JSON, one progressEvent a line.
 
 // runCounts counts a run's slots by where they are.
@@ -249,8 +249,9 @@ const (
 	formJSON
 )
 
-// plainEvery is how often a plain progress line is printed.
-var plainEvery = 10 * time.Second
+// defaultEvery is how often a plain progress line (or a JSON progress
+// line) is printed unless --every says otherwise.
+const defaultEvery = 10 * time.Second
 
 // progressWriter prints a run's progress in one form. It is fed each
 // status seen (update) and told the end (end), and remembers which
@@ -260,13 +261,14 @@ type progressWriter struct {
 	form  int
 	run   apitype.Run
 	ended map[string]bool
-	drawn int       // lines of the table on the screen
-	last  time.Time // of the last periodic line
+	every time.Duration // between periodic lines
+	drawn int           // lines of the table on the screen
+	last  time.Time     // of the last periodic line
 	now   func() time.Time
 }
 
-func newProgressWriter(w io.Writer, form int, run apitype.Run) *progressWriter {
-	return &progressWriter{w: w, form: form, run: run, ended: map[string]bool{}, now: time.Now}
+func newProgressWriter(w io.Writer, form int, run apitype.Run, every time.Duration) *progressWriter {
+	return &progressWriter{w: w, form: form, run: run, every: every, ended: map[string]bool{}, now: time.Now}
 }
 
 func (p *progressWriter) event(ev progressEvent) {
@@ -308,12 +310,12 @@ func (p *progressWriter) update(st apitype.RunStatus) {
 	case formTable:
 		p.redraw(v)
 	case formPlain:
-		if p.now().Sub(p.last) >= plainEvery {
+		if p.now().Sub(p.last) >= p.every {
 			fmt.Fprintln(p.w, v.plainLine())
 			p.last = p.now()
 		}
 	case formJSON:
-		if p.now().Sub(p.last) >= plainEvery {
+		if p.now().Sub(p.last) >= p.every {
 			p.event(progressEvent{Type: "progress", View: &v})
 			p.last = p.now()
 		}

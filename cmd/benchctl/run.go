@@ -47,6 +47,7 @@ func (c *CLI) cmdRun(ctx context.Context, args []string) int {
 	f.Var(&rf.gateways, "gateway", "expose a model endpoint `NAME=HOST:PORT` to the agent (repeatable)")
 	f.StringVar(&rf.model, "model", "", "model name, recorded in the agent's identity")
 	detach := f.Bool("detach", false, "start the attempts and return without waiting")
+	every := f.Duration("every", defaultEvery, "with --tasks or --list, off a terminal: print the run's progress every `D` (and as each attempt ends)")
 	pos, code, ok := c.parse(f, args)
 	if !ok {
 		return code
@@ -57,6 +58,9 @@ func (c *CLI) cmdRun(ctx context.Context, args []string) int {
 	req, err := rf.request(c.LookupEnv)
 	if err != nil {
 		return c.usageError("run", "%v", err)
+	}
+	if *every <= 0 {
+		return c.usageError("run", "--every %v: want a positive duration", *every)
 	}
 	if rf.list != "" {
 		if req.Tasks, err = readTaskList(rf.list); err != nil {
@@ -71,7 +75,7 @@ func (c *CLI) cmdRun(ctx context.Context, args []string) int {
 		return c.printDetached(ctx, f.json, run)
 	}
 	if len(req.Tasks) > 0 {
-		return c.followRun(ctx, "run", f.json, run, true)
+		return c.followRun(ctx, "run", f.json, *every, run, true)
 	}
 	if !f.json {
 		fmt.Fprintf(c.Stdout, "run %s: %d attempt(s) of %s by %s\n", run.ID, len(run.Attempts), run.Task, run.Agent)
