@@ -269,7 +269,7 @@ func TestSubmitBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s := &server{cfg: Config{StateDir: state, MaxQueued: 7}, store: st, live: map[string]*liveAttempt{}, secrets: &secretSet{}, log: slog.New(slog.DiscardHandler)}
+	s := &server{cfg: Config{StateDir: state, MaxQueued: 9}, store: st, live: map[string]*liveAttempt{}, secrets: &secretSet{}, log: slog.New(slog.DiscardHandler)}
 	s.cond = sync.NewCond(&s.mu)
 	of := func(ids ...string) submitted {
 		sub := submitted{n: 2}
@@ -307,8 +307,9 @@ func TestSubmitBatch(t *testing.T) {
 	if want := []string{"rt-02", "rt-02", "rt-01", "rt-01", "rt-03", "rt-03"}; !slices.Equal(got, want) {
 		t.Errorf("got the attempts' tasks %v, want %v", got, want)
 	}
-	// 6 queued: a run of 2 tasks of 2 attempts does not fit in 7.
-	if _, err := s.submit(ctx, of("rt-01", "rt-04")); !errors.Is(err, errQueueFull) || !strings.Contains(err.Error(), "6 attempts queued and 4 asked for") {
+	// 6 queued: a run of 2 tasks of 2 attempts does not fit in 9 (though
+	// the 2 attempts of each task would).
+	if _, err := s.submit(ctx, of("rt-01", "rt-04")); !errors.Is(err, errQueueFull) || !strings.Contains(err.Error(), "6 attempts queued and 4 asked for, beyond the limit of 9") {
 		t.Errorf("got %v, want the queue full for the whole run", err)
 	}
 	all, err := st.ListAttempts(ctx, store.Filter{})
