@@ -199,6 +199,30 @@ func (c *Client) Run(ctx context.Context, id string) (apitype.Run, error) {
 	return run, err
 }
 
+// RunStatus returns where each attempt of run id is (one per slot of
+// the run, a retried infra error as its last retry) and whether all of
+// them have ended.
+func (c *Client) RunStatus(ctx context.Context, id string) (apitype.RunStatus, error) {
+	var st apitype.RunStatus
+	if err := checkID("run", id); err != nil {
+		return st, err
+	}
+	err := c.getJSON(ctx, endpoint("runs", id, "status"), nil, &st)
+	return st, err
+}
+
+// CancelRun cancels every queued and running attempt of run id, waiting
+// until each has ended, and returns them. A run with nothing queued or
+// running is an error matching ErrConflict.
+func (c *Client) CancelRun(ctx context.Context, id string) (apitype.RunCancel, error) {
+	var rc apitype.RunCancel
+	if err := checkID("run", id); err != nil {
+		return rc, err
+	}
+	err := c.doJSON(ctx, http.MethodPost, endpoint("runs", id, "cancel"), nil, nil, &rc)
+	return rc, err
+}
+
 // AttemptFilter narrows Attempts. Zero fields do not filter; Limit 0 is
 // the daemon's default.
 type AttemptFilter struct {

@@ -192,6 +192,8 @@ func TestBadIDsNeverSent(t *testing.T) {
 		{"query", func() error { _, err := c.Journal(ctx, "a?x=1"); return err }},
 		{"bad sha", func() error { _, err := c.Blob(ctx, "a-1", "ABC"); return err }},
 		{"empty run", func() error { _, err := c.Run(ctx, ""); return err }},
+		{"run status slash", func() error { _, err := c.RunStatus(ctx, "r-1/x"); return err }},
+		{"cancel empty run", func() error { _, err := c.CancelRun(ctx, ""); return err }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,6 +224,12 @@ func TestEndpoints(t *testing.T) {
 	})
 	d.mux.HandleFunc("POST /v1/attempts/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, apitype.Attempt{ID: r.PathValue("id"), State: apitype.StateCanceled})
+	})
+	d.mux.HandleFunc("GET /v1/runs/{id}/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, apitype.RunStatus{Run: apitype.Run{ID: r.PathValue("id")}, Attempts: []apitype.Attempt{{ID: "a-1", State: apitype.StateDone}}, Ended: true})
+	})
+	d.mux.HandleFunc("POST /v1/runs/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, apitype.RunCancel{Run: r.PathValue("id"), Canceled: []apitype.Attempt{{ID: "a-2", State: apitype.StateCanceled}}})
 	})
 	d.mux.HandleFunc("POST /v1/runs/{id}/retry", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, apitype.Retry{Run: r.PathValue("id"), Retried: []apitype.RetriedPair{{Of: "a-1", Attempt: "a-9"}}})
@@ -275,7 +283,20 @@ func TestEndpoints(t *testing.T) {
 			return r.Attempts, err
 		}, []string{"a-1", "a-2"}, "POST /v1/runs",
 			`{"task":"rt-01","agent":"builtin:null","attempts":2,"env":[{"name":"K","value":"v"}]}`},
+		{"create run of tasks", func() (any, error) {
+			r, err := c.CreateRun(ctx, apitype.RunRequest{Tasks: []string{"rt-01", "rt-02"}, Agent: "builtin:null"})
+			return r.Attempts, err
+		}, []string{"a-1", "a-2"}, "POST /v1/runs",
+			`{"task":"","tasks":["rt-01","rt-02"],"agent":"builtin:null"}`},
 		{"run", func() (any, error) { r, err := c.Run(ctx, "r-7"); return r.ID, err }, "r-7", "GET /v1/runs/r-7", ""},
+		{"run status", func() (any, error) {
+			st, err := c.RunStatus(ctx, "r-7")
+			return fmt.Sprintf("%s %d %v", st.Run.ID, len(st.Attempts), st.Ended), err
+		}, "r-7 1 true", "GET /v1/runs/r-7/status", ""},
+		{"cancel run", func() (any, error) {
+			rc, err := c.CancelRun(ctx, "r-7")
+			return fmt.Sprintf("%s %d", rc.Run, len(rc.Canceled)), err
+		}, "r-7 1", "POST /v1/runs/r-7/cancel", ""},
 		{"retry", func() (any, error) { r, err := c.Retry(ctx, "r-7"); return r.Run + " " + r.Retried[0].Attempt, err }, "r-7 a-9", "POST /v1/runs/r-7/retry", ""},
 		{"attempts filtered", func() (any, error) {
 			as, err := c.Attempts(ctx, client.AttemptFilter{Run: "r-1", Task: "rt-02", Limit: 5})

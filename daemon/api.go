@@ -35,6 +35,8 @@ func (s *server) routes() *http.ServeMux {
 	}
 	handle("POST /v1/runs", s.handleCreateRun)
 	handle("GET /v1/runs/{id}", s.handleGetRun)
+	handle("GET /v1/runs/{id}/status", s.handleRunStatus)
+	handle("POST /v1/runs/{id}/cancel", s.handleCancelRun)
 	handle("POST /v1/runs/{id}/retry", s.handleRetry)
 	handle("GET /v1/attempts", s.handleListAttempts)
 	// An attempt's {id} may be a unique prefix or "latest"
@@ -162,17 +164,13 @@ func canonicalTaskID(id string) (string, error) {
 	return c, nil
 }
 
-// validate checks a RunRequest completely; nothing is changed before it
-// returns nil.
+// validate checks a RunRequest completely, every task of it; nothing is
+// changed before it returns nil.
 func (s *server) validate(req apitype.RunRequest) (submitted, error) {
 	var sub submitted
-	id, err := canonicalTaskID(req.Task)
+	found, err := s.findTasks(req)
 	if err != nil {
 		return sub, err
-	}
-	task, err := tasks.Find(s.cfg.TasksDir, id)
-	if err != nil {
-		return sub, fmt.Errorf("task %q: %w", req.Task, err)
 	}
 	if req.Agent == "" {
 		return sub, fmt.Errorf("no agent given: %w", errInvalid)
@@ -187,17 +185,18 @@ func (s *server) validate(req apitype.RunRequest) (submitted, error) {
 	if most := min(apitype.MaxAttempts, s.cfg.MaxQueued); sub.n < 1 || sub.n > most {
 		return sub, fmt.Errorf("attempts %d out of range [1, %d]: %w", req.Attempts, most, errInvalid)
 	}
-	timeout := task.AgentTimeout
-	if timeout == 0 {
-		timeout = apitype.DefaultTimeout
+	if total := sub.n * len(found); total > s.cfg.MaxQueued {
+		return sub, fmt.Errorf("%d tasks of %d attempts make %d attempts, beyond the queue's limit of %d (benchd --max-queued): %w",
+			len(found), sub.n, total, s.cfg.MaxQueued, errInvalid)
 	}
+	var timeout time.Duration
 	if req.Timeout != "" {
 		if timeout, err = time.ParseDuration(req.Timeout); err != nil {
 			return sub, fmt.Errorf("timeout %q is not a duration such as 90s or 10m: %w", req.Timeout, errInvalid)
 		}
-	}
-	if timeout < apitype.MinTimeout || timeout > apitype.MaxTimeout {
-		return sub, fmt.Errorf("timeout %v out of range [%v, %v]: %w", timeout, apitype.MinTimeout, apitype.MaxTimeout, errInvalid)
+		if timeout < apitype.MinTimeout || timeout > apitype.MaxTimeout {
+			return sub, fmt.Errorf("timeout %v out of range [%v, %v]: %w", timeout, apitype.MinTimeout, apitype.MaxTimeout, errInvalid)
+		}
 	}
 	if len(req.Env) > apitype.MaxEnvVars {
 		return sub, fmt.Errorf("%d environment variables: at most %d: %w", len(req.Env), apitype.MaxEnvVars, errInvalid)
@@ -223,18 +222,104 @@ func (s *server) validate(req apitype.RunRequest) (submitted, error) {
 	if len(req.Model) > 256 {
 		return sub, fmt.Errorf("model name longer than 256 bytes: %w", errInvalid)
 	}
-	// CheckAgent also checks what a preset needs (its gateway, its key
-	// variable) and keeps a preset's default model in the identity.
-	ident, err := s.engine.CheckAgent(runs.Spec{Task: task, Agent: req.Agent, Env: req.Env, Gateways: req.Gateways, Model: req.Model})
-	if err != nil {
-		return sub, fmt.Errorf("agent %q: %w", req.Agent, err)
-	}
-	sub.task, sub.identity, sub.env = task, ident, req.Env
-	sub.spec = queuedSpec{
-		Task: task.ID, Agent: req.Agent, Timeout: timeout.String(),
-		Gateways: req.Gateways, Model: req.Model, EnvNames: names,
+	sub.env = req.Env
+	for _, task := range found {
+		t := timeout
+		if t == 0 {
+			if t = task.AgentTimeout; t == 0 {
+				t = apitype.DefaultTimeout
+			}
+			if t < apitype.MinTimeout || t > apitype.MaxTimeout {
+				return sub, fmt.Errorf("task %s: timeout %v out of range [%v, %v]: %w", task.ID, t, apitype.MinTimeout, apitype.MaxTimeout, errInvalid)
+			}
+		}
+		// CheckAgent also checks what a preset needs (its gateway, its
+		// key variable) and keeps a preset's default model in the
+		// identity.
+		ident, err := s.engine.CheckAgent(runs.Spec{Task: task, Agent: req.Agent, Env: req.Env, Gateways: req.Gateways, Model: req.Model})
+		if err != nil {
+			if len(found) > 1 {
+				return sub, fmt.Errorf("agent %q on task %s: %w", req.Agent, task.ID, err)
+			}
+			return sub, fmt.Errorf("agent %q: %w", req.Agent, err)
+		}
+		sub.tasks = append(sub.tasks, submittedTask{task: task, identity: ident, spec: queuedSpec{
+			Task: task.ID, Agent: req.Agent, Timeout: t.String(),
+			Gateways: req.Gateways, Model: req.Model, EnvNames: names,
+		}})
 	}
 	return sub, nil
+}
+
+// maxKnownNamed is how many known tasks the error of an unknown one
+// names.
+const maxKnownNamed = 40
+
+// findTasks finds the bundles of a request's tasks (RunRequest.Tasks, or
+// its one Task), in order. A task given twice is invalid; the tasks not
+// in the store are refused together, naming them and the known tasks.
+func (s *server) findTasks(req apitype.RunRequest) ([]*tasks.Task, error) {
+	ids := req.Tasks
+	if len(ids) == 0 {
+		ids = []string{req.Task}
+	}
+	if len(ids) > apitype.MaxRunTasks {
+		return nil, fmt.Errorf("%d tasks: at most %d: %w", len(ids), apitype.MaxRunTasks, errInvalid)
+	}
+	var (
+		found   []*tasks.Task
+		unknown []string
+		seen    = map[string]bool{}
+	)
+	for _, ref := range ids {
+		id, err := canonicalTaskID(ref)
+		if err != nil {
+			return nil, err
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("task %s given twice: %w", id, errInvalid)
+		}
+		seen[id] = true
+		task, err := tasks.Find(s.cfg.TasksDir, id)
+		switch {
+		case errors.Is(err, tasks.ErrNotFound):
+			unknown = append(unknown, id)
+		case err != nil:
+			return nil, fmt.Errorf("task %q: %w", ref, err)
+		default:
+			found = append(found, task)
+		}
+	}
+	if len(unknown) == 0 {
+		return found, nil
+	}
+	what := "unknown task "
+	if len(unknown) > 1 {
+		what = "unknown tasks "
+	}
+	return nil, fmt.Errorf("%s%s (%s): %w", what, strings.Join(unknown, ", "), s.knownTasks(), errNotFound)
+}
+
+// knownTasks names the tasks of the store, for an error.
+func (s *server) knownTasks() string {
+	all, err := tasks.LoadAll(s.cfg.TasksDir)
+	if err != nil {
+		return fmt.Sprintf("the task store does not load: %v", err)
+	}
+	if len(all) == 0 {
+		return "the task store " + s.cfg.TasksDir + " has no tasks"
+	}
+	ids := make([]string, len(all))
+	for i, t := range all {
+		ids[i] = t.ID
+	}
+	slices.Sort(ids)
+	more := ""
+	if len(ids) > maxKnownNamed {
+		more = fmt.Sprintf(" and %d more (benchctl tasks list)", len(ids)-maxKnownNamed)
+		ids = ids[:maxKnownNamed]
+	}
+	return "known tasks: " + strings.Join(ids, ", ") + more
 }
 
 func (s *server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {

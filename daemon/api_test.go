@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,8 +32,8 @@ func TestTaskIDAnyCase(t *testing.T) {
 		if err != nil {
 			t.Fatalf("validate task %q: %v", id, err)
 		}
-		if sub.task.ID != "rt-01" || sub.spec.Task != "rt-01" {
-			t.Errorf("validate task %q: got task %q, spec %q, want rt-01", id, sub.task.ID, sub.spec.Task)
+		if len(sub.tasks) != 1 || sub.tasks[0].task.ID != "rt-01" || sub.tasks[0].spec.Task != "rt-01" {
+			t.Errorf("validate task %q: got tasks %+v, want rt-01 alone", id, sub.tasks)
 		}
 	}
 	if _, err := s.validate(apitype.RunRequest{Task: "RT-01/..", Agent: apitype.AgentNull}); err == nil {
@@ -52,6 +53,58 @@ func TestTaskIDAnyCase(t *testing.T) {
 	json.Unmarshal(rec.Body.Bytes(), &list)
 	if rec.Code != 200 || len(list.Attempts) != 1 || list.Attempts[0].ID != "a-one" {
 		t.Errorf("GET /v1/attempts?task=RT-01: got %d %s, want a-one alone", rec.Code, rec.Body)
+	}
+}
+
+// TestValidateTasks: a request of several tasks is checked task by task
+// before anything is queued: its tasks in order, each given once, the
+// unknown ones refused together naming them and the known tasks, the
+// queue's limit applied to every attempt of the run.
+func TestValidateTasks(t *testing.T) {
+	s := &server{cfg: Config{TasksDir: "../tasks", MaxQueued: 6}, log: slog.New(slog.DiscardHandler)}
+	tests := []struct {
+		name    string
+		req     apitype.RunRequest
+		want    []string // the tasks validated, in order
+		wantErr []string // in the error, when it fails
+	}{
+		{"in order", apitype.RunRequest{Tasks: []string{"rt-03", "RT-01", "rt-02"}, Attempts: 2}, []string{"rt-03", "rt-01", "rt-02"}, nil},
+		{"tasks win over task", apitype.RunRequest{Task: "rt-04", Tasks: []string{"rt-02"}}, []string{"rt-02"}, nil},
+		{"one task", apitype.RunRequest{Task: "rt-02"}, []string{"rt-02"}, nil},
+		{"unknown tasks", apitype.RunRequest{Tasks: []string{"rt-01", "rt-98", "rt-99"}},
+			nil, []string{"unknown tasks rt-98, rt-99", "known tasks: ", "rt-01, ", "rt-02", "not found"}},
+		{"unknown task", apitype.RunRequest{Task: "rt-99"}, nil, []string{"unknown task rt-99 (known tasks: rt-01"}},
+		{"twice", apitype.RunRequest{Tasks: []string{"rt-01", "RT-01"}}, nil, []string{"task rt-01 given twice"}},
+		{"beyond the queue", apitype.RunRequest{Tasks: []string{"rt-01", "rt-02", "rt-03"}, Attempts: 3},
+			nil, []string{"3 tasks of 3 attempts make 9 attempts, beyond the queue's limit of 6"}},
+		{"a bad id", apitype.RunRequest{Tasks: []string{"rt-01", "../x"}}, nil, []string{`task id "../x" is not valid`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.req.Agent = apitype.AgentNull
+			sub, err := s.validate(tt.req)
+			if tt.wantErr != nil {
+				if err == nil {
+					t.Fatalf("got no error, want one saying %q", tt.wantErr)
+				}
+				for _, w := range tt.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("got error %q, want it to say %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got error %v", err)
+			}
+			var got []string
+			for _, st := range sub.tasks {
+				got = append(got, st.spec.Task)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got tasks %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -29,16 +29,24 @@
 // # Queue
 //
 // POST /v1/runs validates the whole request before it changes anything
-// (task, agent, attempts, timeout, environment names, gateways), then
-// records the run and its attempts as queued and puts them on a FIFO
+// (every task, agent, attempts, timeout, environment names, gateways),
+// then records the run and its attempts as queued and puts them on a FIFO
 // queue served by Config.Concurrency workers; attempts of one run may run
-// in parallel. A request is bounded where it enters (invalid beyond a
-// bound): an agent command of at most apitype.MaxAgentBytes, at most
-// apitype.MaxEnvVars variables of apitype.MaxEnvValue bytes each, and
-// apitype.MaxAttempts attempts (or Config.MaxQueued, when lower). A run
-// whose attempts would make more than Config.MaxQueued wait in the queue
-// is refused as busy (503), with the numbers; running attempts do not
-// count. What a queued attempt needs beyond its stored record (the
+// in parallel. A run has one task or several (RunRequest.Tasks, a batch):
+// its attempts are queued task by task, each with its task's request,
+// and the unknown tasks of a request are refused together (not found),
+// naming them and the known ones, with nothing queued. A request is
+// bounded where it enters (invalid beyond a bound): an agent command of
+// at most apitype.MaxAgentBytes, at most apitype.MaxEnvVars variables of
+// apitype.MaxEnvValue bytes each, apitype.MaxRunTasks tasks, and
+// apitype.MaxAttempts attempts of each (or Config.MaxQueued, when lower),
+// at most Config.MaxQueued attempts in all. A run whose attempts would
+// make more than Config.MaxQueued wait in the queue is refused whole as
+// busy (503), with the numbers; running attempts do not count. GET
+// /v1/runs/{id}/status gives each slot of a run (its first attempt, or
+// that attempt's last retry) and whether all have ended; POST
+// /v1/runs/{id}/cancel cancels every queued attempt of a run, then every
+// running one, and waits until they have ended (batch.go). What a queued attempt needs beyond its stored record (the
 // timeout, gateways) is kept in STATE/queue/ID.json until it ends, and
 // in the store (requests) for good, so that it can be retried; the
 // values of environment variables are kept in memory only, never on disk.

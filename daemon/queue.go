@@ -182,25 +182,33 @@ func (s *server) endUnrun(ctx context.Context, a apitype.Attempt, state, why str
 	return a
 }
 
-// submitted is a validated RunRequest.
+// submitted is a validated RunRequest: n attempts of each of its tasks.
 type submitted struct {
+	tasks []submittedTask // in the request's order
+	env   []apitype.EnvVar
+	n     int
+}
+
+// submittedTask is one task of a submitted request: what its attempts
+// run.
+type submittedTask struct {
 	task     *tasks.Task
 	identity apitype.AgentIdentity
 	spec     queuedSpec
-	env      []apitype.EnvVar
-	n        int
 }
 
 // submit records a validated request as a run of queued attempts and
-// queues them.
+// queues them, task by task. The queue's limit holds for the whole run:
+// it is queued entirely or not at all.
 func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error) {
+	total := req.n * len(req.tasks)
 	queuedNow, _ := s.counts()
 	s.mu.Lock()
 	stopping := s.stopping
 	waiting := queuedNow + s.reserved
-	full := waiting+req.n > s.cfg.MaxQueued
+	full := waiting+total > s.cfg.MaxQueued
 	if !stopping && !full {
-		s.reserved += req.n
+		s.reserved += total
 	}
 	s.mu.Unlock()
 	if stopping {
@@ -208,34 +216,43 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 	}
 	if full {
 		return apitype.Run{}, fmt.Errorf("%d attempts queued and %d asked for, beyond the limit of %d (benchd --max-queued): %w",
-			waiting, req.n, s.cfg.MaxQueued, errQueueFull)
+			waiting, total, s.cfg.MaxQueued, errQueueFull)
 	}
 	queued := false
 	defer func() {
 		if !queued {
 			s.mu.Lock()
-			s.reserved -= req.n
+			s.reserved -= total
 			s.mu.Unlock()
 		}
 	}()
-	request, err := json.Marshal(req.spec)
-	if err != nil {
-		return apitype.Run{}, err
-	}
 	now := time.Now().UTC()
-	run := apitype.Run{ID: newID("r-"), Task: req.task.ID, Agent: req.spec.Agent, Created: now}
-	for range req.n {
-		run.Attempts = append(run.Attempts, newID("a-"))
+	run := apitype.Run{ID: newID("r-"), Agent: req.tasks[0].spec.Agent, Tasks: []string{}, Created: now}
+	if len(req.tasks) == 1 {
+		run.Task = req.tasks[0].task.ID
+	}
+	slot := make([]*submittedTask, 0, total) // the task of each attempt
+	for i := range req.tasks {
+		run.Tasks = append(run.Tasks, req.tasks[i].task.ID)
+		for range req.n {
+			run.Attempts = append(run.Attempts, newID("a-"))
+			slot = append(slot, &req.tasks[i])
+		}
 	}
 	if err := s.store.CreateRun(ctx, run); err != nil {
 		return apitype.Run{}, fmt.Errorf("unable to record the run: %w", err)
 	}
-	for _, id := range run.Attempts {
-		if err := writeSpec(s.cfg.StateDir, id, req.spec); err != nil {
+	for i, id := range run.Attempts {
+		st := slot[i]
+		request, err := json.Marshal(st.spec)
+		if err != nil {
+			return apitype.Run{}, err
+		}
+		if err := writeSpec(s.cfg.StateDir, id, st.spec); err != nil {
 			return apitype.Run{}, err
 		}
 		a := apitype.Attempt{
-			ID: id, Run: run.ID, Task: run.Task, Agent: req.identity,
+			ID: id, Run: run.ID, Task: st.task.ID, Agent: st.identity,
 			State: apitype.StateQueued, Reasons: []apitype.Reason{}, Changeset: []apitype.Change{},
 			ExitCode: -1, Created: now,
 		}
@@ -246,7 +263,11 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 			return apitype.Run{}, err
 		}
 	}
-	if err := s.enqueue(ctx, run.Attempts, req.spec, req.env); err != nil {
+	specs := make([]queuedSpec, len(run.Attempts))
+	for i := range run.Attempts {
+		specs[i] = slot[i].spec
+	}
+	if err := s.enqueue(ctx, run.Attempts, specs, req.env); err != nil {
 		for _, id := range run.Attempts {
 			if a, gerr := s.store.GetAttempt(ctx, id); gerr == nil {
 				s.endUnrun(context.WithoutCancel(ctx), a, apitype.StateInfraError, err.Error())
@@ -255,24 +276,24 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 		return apitype.Run{}, err
 	}
 	s.mu.Lock()
-	s.reserved -= req.n
+	s.reserved -= total
 	queued = true
 	s.mu.Unlock()
-	s.log.Info("run queued", "run", run.ID, "task", run.Task, "agent", run.Agent, "attempts", len(run.Attempts))
+	s.log.Info("run queued", "run", run.ID, "tasks", strings.Join(run.Tasks, ","), "agent", run.Agent, "attempts", len(run.Attempts))
 	return run, nil
 }
 
-// enqueue puts the new queued attempts ids, each of request spec with
-// environment values env, on the queue: this process's, or the fleet's
-// River queue.
-func (s *server) enqueue(ctx context.Context, ids []string, spec queuedSpec, env []apitype.EnvVar) error {
+// enqueue puts the new queued attempts ids, ids[i] of request specs[i],
+// with environment values env, on the queue: this process's, or the
+// fleet's River queue (which reads the requests from the store).
+func (s *server) enqueue(ctx context.Context, ids []string, specs []queuedSpec, env []apitype.EnvVar) error {
 	if s.fleet != nil {
 		return s.fleet.enqueue(ctx, ids, env)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, id := range ids {
-		s.live[id] = newLive(id, spec, env)
+	for i, id := range ids {
+		s.live[id] = newLive(id, specs[i], env)
 		s.secrets.add(id, env)
 		s.queue = append(s.queue, id)
 	}

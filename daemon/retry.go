@@ -85,7 +85,7 @@ func (s *server) retry(ctx context.Context, a apitype.Attempt, spec queuedSpec, 
 		return apitype.Attempt{}, err
 	}
 	b.RetryOf = a.ID
-	if err := s.enqueue(ctx, []string{b.ID}, spec, env); err != nil {
+	if err := s.enqueue(ctx, []string{b.ID}, []queuedSpec{spec}, env); err != nil {
 		s.endUnrun(context.WithoutCancel(ctx), b, apitype.StateInfraError, err.Error())
 		return apitype.Attempt{}, err
 	}

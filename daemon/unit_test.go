@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -214,7 +215,7 @@ func TestSubmitQueueBound(t *testing.T) {
 	defer st.Close()
 	s := &server{cfg: Config{StateDir: state, MaxQueued: 5}, store: st, live: map[string]*liveAttempt{}, secrets: &secretSet{}, log: slog.New(slog.DiscardHandler)}
 	s.cond = sync.NewCond(&s.mu)
-	sub := submitted{task: &tasks.Task{ID: "rt-01"}, spec: queuedSpec{Task: "rt-01", Agent: apitype.AgentNull}, n: 2}
+	sub := submitted{tasks: []submittedTask{{task: &tasks.Task{ID: "rt-01"}, spec: queuedSpec{Task: "rt-01", Agent: apitype.AgentNull}}}, n: 2}
 	const runs = 8
 	errs := make(chan error, runs)
 	var wg sync.WaitGroup
@@ -251,5 +252,71 @@ func TestSubmitQueueBound(t *testing.T) {
 	}
 	if len(stored) != 4 {
 		t.Errorf("got %d attempts stored, want 4: a refused run stores nothing", len(stored))
+	}
+}
+
+// TestSubmitBatch: a run of several tasks is queued task by task, each
+// attempt with its task's request, and the queue's limit holds for the
+// whole run: one that does not fit is refused with nothing stored.
+func TestSubmitBatch(t *testing.T) {
+	ctx := t.Context()
+	state := t.TempDir()
+	if err := os.Mkdir(filepath.Join(state, "queue"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, store.Config{Dir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := &server{cfg: Config{StateDir: state, MaxQueued: 9}, store: st, live: map[string]*liveAttempt{}, secrets: &secretSet{}, log: slog.New(slog.DiscardHandler)}
+	s.cond = sync.NewCond(&s.mu)
+	of := func(ids ...string) submitted {
+		sub := submitted{n: 2}
+		for _, id := range ids {
+			sub.tasks = append(sub.tasks, submittedTask{task: &tasks.Task{ID: id}, spec: queuedSpec{Task: id, Agent: apitype.AgentNull, Timeout: "1m0s"}})
+		}
+		return sub
+	}
+	run, err := s.submit(ctx, of("rt-02", "rt-01", "rt-03"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := st.GetRun(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"rt-02", "rt-01", "rt-03"}; !slices.Equal(stored.Tasks, want) || stored.Task != "" || len(stored.Attempts) != 6 {
+		t.Fatalf("got run %+v, want tasks %v, no one task, 6 attempts", stored, want)
+	}
+	var got []string
+	for i, id := range stored.Attempts {
+		a, err := st.GetAttempt(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := readSpec(state, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Task != spec.Task || s.queue[i] != id {
+			t.Errorf("attempt %d: got task %s, request of %s, queued %s; want one task and the run's order", i, a.Task, spec.Task, s.queue[i])
+		}
+		got = append(got, a.Task)
+	}
+	if want := []string{"rt-02", "rt-02", "rt-01", "rt-01", "rt-03", "rt-03"}; !slices.Equal(got, want) {
+		t.Errorf("got the attempts' tasks %v, want %v", got, want)
+	}
+	// 6 queued: a run of 2 tasks of 2 attempts does not fit in 9 (though
+	// the 2 attempts of each task would).
+	if _, err := s.submit(ctx, of("rt-01", "rt-04")); !errors.Is(err, errQueueFull) || !strings.Contains(err.Error(), "6 attempts queued and 4 asked for, beyond the limit of 9") {
+		t.Errorf("got %v, want the queue full for the whole run", err)
+	}
+	all, err := st.ListAttempts(ctx, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 6 || len(s.queue) != 6 || s.reserved != 0 {
+		t.Errorf("got %d stored, %d queued, %d reserved; want 6, 6, 0: the refused run leaves nothing", len(all), len(s.queue), s.reserved)
 	}
 }

@@ -8,6 +8,8 @@
 //
 //	POST /v1/runs                        RunRequest -> Run (201)
 //	GET  /v1/runs/{id}                   -> Run
+//	GET  /v1/runs/{id}/status            -> RunStatus (where each of the run's attempts is)
+//	POST /v1/runs/{id}/cancel            -> RunCancel (cancels every queued and running attempt of the run)
 //	POST /v1/runs/{id}/retry             -> Retry (each infra error of the run not yet retried, retried once)
 //	GET  /v1/attempts[?run=ID&task=ID&limit=N] -> AttemptList (newest first)
 //	GET  /v1/attempts/{id}               -> Attempt
@@ -92,9 +94,19 @@ type EnvVar struct {
 	Value string `json:"value"`
 }
 
-// RunRequest asks for Attempts attempts of one task by one agent.
+// MaxRunTasks caps the tasks of one RunRequest (the queue limit,
+// benchd --max-queued, caps the attempts).
+const MaxRunTasks = 1000
+
+// RunRequest asks for Attempts attempts of each of its tasks by one
+// agent, as one run. The tasks are Tasks when it is not empty, and then
+// Task is ignored; else the one task Task (what a client that knows
+// nothing of Tasks sends). Every task is checked before anything is
+// queued: a request naming an unknown task queues nothing. The attempts
+// are queued task by task, in the order of the tasks.
 type RunRequest struct {
 	Task     string   `json:"task"`               // e.g. "rt-01"
+	Tasks    []string `json:"tasks,omitempty"`    // several tasks, at most MaxRunTasks, each once; wins over Task
 	Agent    string   `json:"agent"`              // a built-in or a command line (split like a shell, no expansion)
 	Attempts int      `json:"attempts,omitempty"` // default 1, at most MaxAttempts
 	Timeout  string   `json:"timeout,omitempty"`  // Go duration; default the task's, within [MinTimeout, MaxTimeout]
@@ -105,11 +117,40 @@ type RunRequest struct {
 
 // Run is a group of attempts made by one request.
 type Run struct {
-	ID       string    `json:"id"`
-	Task     string    `json:"task"`
+	ID string `json:"id"`
+	// Task is the task of a run of one task, as before runs had several;
+	// "" for a run of several tasks.
+	Task string `json:"task"`
+	// Tasks are the run's tasks, in order: one for a run of one task.
+	Tasks    []string  `json:"tasks"`
 	Agent    string    `json:"agent"`
-	Attempts []string  `json:"attempts"` // attempt ids, in order
+	Attempts []string  `json:"attempts"` // attempt ids, in order: task by task, each task's attempts together
 	Created  time.Time `json:"created"`
+}
+
+// RunStatus is where each attempt of a run is: GET /v1/runs/{id}/status.
+type RunStatus struct {
+	Run Run `json:"run"`
+	// Attempts has one attempt per first attempt of the run (Run.Attempts
+	// lists retries too, after the attempts of the request), in that
+	// order: that attempt, or the last of its retries when it was an
+	// infra error benchd retried (the attempt whose verdict counts). An
+	// attempt benchd is still ending (its retry may be on its way) is
+	// running, in phase store.
+	Attempts []Attempt `json:"attempts"`
+	// Ended says whether every one of Attempts has ended (done, infra
+	// error or canceled).
+	Ended bool `json:"ended"`
+	// Concurrency is how many attempts benchd runs at once (of every run).
+	Concurrency int `json:"concurrency"`
+}
+
+// RunCancel is what POST /v1/runs/{id}/cancel did: the attempts it
+// canceled, each as it ended. A run with nothing queued or running is an
+// error (conflict), never an empty RunCancel.
+type RunCancel struct {
+	Run      string    `json:"run"`
+	Canceled []Attempt `json:"canceled"`
 }
 
 // Retry is what POST /v1/runs/{id}/retry did: the retries it queued,

@@ -242,7 +242,18 @@ func (c *CLI) cmdCancel(ctx context.Context, args []string) int {
 	var failed []string
 	code = exitOK
 	for _, id := range pos {
-		a, err := c.api().Cancel(ctx, id)
+		var as []apitype.Attempt
+		var err error
+		if strings.HasPrefix(id, "r-") {
+			// A run: every queued and running attempt of it.
+			var rc apitype.RunCancel
+			rc, err = c.api().CancelRun(ctx, id)
+			as = rc.Canceled
+		} else {
+			var a apitype.Attempt
+			a, err = c.api().Cancel(ctx, id)
+			as = []apitype.Attempt{a}
+		}
 		if err != nil {
 			msg := fmt.Sprintf("%s: %v", id, err)
 			if !f.json {
@@ -252,7 +263,7 @@ func (c *CLI) cmdCancel(ctx context.Context, args []string) int {
 			code = exitError
 			continue
 		}
-		done = append(done, a)
+		done = append(done, as...)
 	}
 	if f.json {
 		// One object: the error, with the attempts that were canceled.

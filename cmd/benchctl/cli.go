@@ -51,10 +51,11 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"run", "--task ID --agent A [--attempts N] [--timeout D] [--env NAME]... [--gateway NAME=HOST:PORT]... [--model M] [--detach]", "run attempts and wait for their verdicts", (*CLI).cmdRun},
+		{"run", "(--task ID | --tasks ID,ID,... | --list LIST) --agent A [--attempts N] [--timeout D] [--env NAME]... [--gateway NAME=HOST:PORT]... [--model M] [--detach] [--every D]", "run attempts of one task, or of several as one run, and wait for their verdicts", (*CLI).cmdRun},
+		{"wait", "RUN [--every D]", "follow a run's progress until every attempt has ended; exit status as run's", (*CLI).cmdWait},
 		{"list", "[--run ID] [--task ID] [--limit N]", "list attempts, newest first", (*CLI).cmdList},
 		{"show", "ATTEMPT", "show an attempt: verdict, every reason, metrics, agent identity", (*CLI).cmdShow},
-		{"cancel", "ATTEMPT...", "cancel queued or running attempts", (*CLI).cmdCancel},
+		{"cancel", "ATTEMPT|RUN...", "cancel queued or running attempts; a run (r-...): every queued and running attempt of it", (*CLI).cmdCancel},
 		{"log", "ATTEMPT [--denied]", "the journal as a timeline", (*CLI).cmdLog},
 		{"diff", "ATTEMPT [--at SEQ] [--all] [--tree]", "the changeset and unified diffs, or the tree at record SEQ", (*CLI).cmdDiff},
 		{"transcript", "ATTEMPT [--stdout | --stderr]", "the agent's captured output", (*CLI).cmdTranscript},

@@ -269,6 +269,7 @@ type fakeDaemon struct {
 	corruptBlob bool              // serve blobs with a byte changed
 	requests    []string
 	runBodies   []string
+	run         apitype.Run // the last run POST /v1/runs made
 }
 
 func newFakeDaemon(t *testing.T, fx *fixture) *fakeDaemon {
@@ -301,17 +302,23 @@ func newFakeDaemon(t *testing.T, fx *fixture) *fakeDaemon {
 			errorf(w, 400, apitype.CodeInvalid, "bad json")
 			return
 		}
-		if req.Task != "rt-01" {
-			errorf(w, 400, apitype.CodeInvalid, "unknown task \""+req.Task+"\"")
-			return
+		for _, id := range append([]string{req.Task}, req.Tasks...) {
+			if (len(req.Tasks) == 0 && id != "rt-01") || (id != "" && !strings.HasPrefix(id, "rt-0")) {
+				errorf(w, 400, apitype.CodeInvalid, "unknown task \""+id+"\"")
+				return
+			}
 		}
 		d.mu.Lock()
 		d.runBodies = append(d.runBodies, string(b))
-		run := apitype.Run{ID: "r-2", Task: req.Task, Agent: req.Agent, Created: time.Now()}
+		run := apitype.Run{ID: "r-2", Task: req.Task, Tasks: req.Tasks, Agent: req.Agent, Created: time.Now()}
+		if len(run.Tasks) == 0 {
+			run.Tasks = []string{req.Task}
+		}
 		for _, a := range d.runAttempts {
 			d.attempts[a.ID] = a
 			run.Attempts = append(run.Attempts, a.ID)
 		}
+		d.run = run
 		d.mu.Unlock()
 		w.WriteHeader(201)
 		reply(w, run)
@@ -352,6 +359,54 @@ func newFakeDaemon(t *testing.T, fx *fixture) *fakeDaemon {
 		if !cut {
 			enc.Encode(apitype.Event{Attempt: a.ID, State: a.State, Done: true, Final: &a})
 		}
+	})
+	// The run POST /v1/runs made: its status, its cancel.
+	runOf := func(w http.ResponseWriter, r *http.Request) (apitype.Run, []apitype.Attempt, bool) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.run.ID == "" || r.PathValue("id") != d.run.ID {
+			errorf(w, 404, apitype.CodeNotFound, "no run "+r.PathValue("id"))
+			return apitype.Run{}, nil, false
+		}
+		var as []apitype.Attempt
+		for _, id := range d.run.Attempts {
+			as = append(as, d.attempts[id])
+		}
+		return d.run, as, true
+	}
+	mux.HandleFunc("GET /v1/runs/{id}/status", func(w http.ResponseWriter, r *http.Request) {
+		run, as, ok := runOf(w, r)
+		if !ok {
+			return
+		}
+		st := apitype.RunStatus{Run: run, Attempts: as, Ended: true, Concurrency: 2}
+		for _, a := range as {
+			if !finished(a) {
+				st.Ended = false
+			}
+		}
+		reply(w, st)
+	})
+	mux.HandleFunc("POST /v1/runs/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
+		run, as, ok := runOf(w, r)
+		if !ok {
+			return
+		}
+		rc := apitype.RunCancel{Run: run.ID}
+		d.mu.Lock()
+		for _, a := range as {
+			if !finished(a) {
+				a.State = apitype.StateCanceled
+				d.attempts[a.ID] = a
+				rc.Canceled = append(rc.Canceled, a)
+			}
+		}
+		d.mu.Unlock()
+		if len(rc.Canceled) == 0 {
+			errorf(w, 409, apitype.CodeConflict, "run "+run.ID+" has no queued or running attempt")
+			return
+		}
+		reply(w, rc)
 	})
 	mux.HandleFunc("POST /v1/attempts/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
 		a, ok := attempt(w, r)

@@ -7,9 +7,11 @@
 //
 //	run --task ID --agent A [--attempts N] [--timeout D] [--env NAME]...
 //	    [--gateway NAME=HOST:PORT]... [--model M] [--detach]
+//	run --tasks ID,ID,... | --list LIST --agent A [...]   (one run of every task)
+//	wait RUN                    (exit status as run's)
 //	list [--run ID] [--task ID] [--limit N]
 //	show ATTEMPT
-//	cancel ATTEMPT...
+//	cancel ATTEMPT|RUN...
 //	log ATTEMPT [--denied]
 //	diff ATTEMPT [--at SEQ] [--all] [--tree]
 //	transcript ATTEMPT [--stdout | --stderr]

@@ -20,6 +20,7 @@ import (
 type runResult struct {
 	Run      string            `json:"run"`
 	Task     string            `json:"task"`
+	Tasks    []string          `json:"tasks,omitempty"`
 	Agent    string            `json:"agent"`
 	Pass     bool              `json:"pass"` // every attempt passed
 	Attempts []apitype.Attempt `json:"attempts"`
@@ -28,6 +29,7 @@ type runResult struct {
 // runFlags are the flags of run, before they become a RunRequest.
 type runFlags struct {
 	task, agent, timeout, model string
+	tasks, list                 string // a run of several tasks: --tasks ID,ID... or --list LIST
 	attempts                    int
 	env, gateways               stringList
 }
@@ -36,6 +38,8 @@ func (c *CLI) cmdRun(ctx context.Context, args []string) int {
 	f := c.newFlags("run")
 	var rf runFlags
 	f.StringVar(&rf.task, "task", "", "task `ID` (benchctl tasks list)")
+	f.StringVar(&rf.tasks, "tasks", "", "run several tasks as one run: `ID,ID,...`, each task's attempts in turn")
+	f.StringVar(&rf.list, "list", "", "run the tasks of `LIST` as one run: a list benchctl draw wrote, or task ids one a line")
 	f.StringVar(&rf.agent, "agent", "", "agent: builtin:reference, builtin:null, builtin:attempt:NAME or a command line")
 	f.IntVar(&rf.attempts, "attempts", 1, fmt.Sprintf("number of attempts, 1 to %d", apitype.MaxAttempts))
 	f.StringVar(&rf.timeout, "timeout", "", "wall-clock limit per attempt, a Go duration (default the task's)")
@@ -43,6 +47,7 @@ func (c *CLI) cmdRun(ctx context.Context, args []string) int {
 	f.Var(&rf.gateways, "gateway", "expose a model endpoint `NAME=HOST:PORT` to the agent (repeatable)")
 	f.StringVar(&rf.model, "model", "", "model name, recorded in the agent's identity")
 	detach := f.Bool("detach", false, "start the attempts and return without waiting")
+	every := f.Duration("every", defaultEvery, "with --tasks or --list, off a terminal: print the run's progress every `D` (and as each attempt ends)")
 	pos, code, ok := c.parse(f, args)
 	if !ok {
 		return code
@@ -54,12 +59,23 @@ func (c *CLI) cmdRun(ctx context.Context, args []string) int {
 	if err != nil {
 		return c.usageError("run", "%v", err)
 	}
+	if *every <= 0 {
+		return c.usageError("run", "--every %v: want a positive duration", *every)
+	}
+	if rf.list != "" {
+		if req.Tasks, err = readTaskList(rf.list); err != nil {
+			return c.usageError("run", "--list %s: %v", rf.list, err)
+		}
+	}
 	run, err := c.api().CreateRun(ctx, req)
 	if err != nil {
 		return c.fail("run", exitError, err)
 	}
 	if *detach {
 		return c.printDetached(ctx, f.json, run)
+	}
+	if len(req.Tasks) > 0 {
+		return c.followRun(ctx, "run", f.json, *every, run, true)
 	}
 	if !f.json {
 		fmt.Fprintf(c.Stdout, "run %s: %d attempt(s) of %s by %s\n", run.ID, len(run.Attempts), run.Task, run.Agent)
@@ -75,9 +91,24 @@ func (c *CLI) cmdRun(ctx context.Context, args []string) int {
 // --env are read with lookup; their values are sent, never printed.
 func (rf *runFlags) request(lookup func(string) (string, bool)) (apitype.RunRequest, error) {
 	req := apitype.RunRequest{Task: rf.task, Agent: rf.agent, Attempts: rf.attempts, Model: rf.model}
+	given := 0
+	for _, s := range []string{rf.task, rf.tasks, rf.list} {
+		if s != "" {
+			given++
+		}
+	}
+	if rf.tasks != "" {
+		ids, err := splitTasks(rf.tasks)
+		if err != nil {
+			return req, err
+		}
+		req.Tasks = ids
+	}
 	switch {
-	case rf.task == "":
-		return req, errors.New("missing --task ID")
+	case given == 0:
+		return req, errors.New("missing --task ID (or --tasks ID,ID... or --list LIST)")
+	case given > 1:
+		return req, errors.New("give one of --task, --tasks and --list")
 	case rf.agent == "":
 		return req, errors.New("missing --agent")
 	case rf.attempts < 1 || rf.attempts > apitype.MaxAttempts:
@@ -162,11 +193,16 @@ func (c *CLI) printDetached(ctx context.Context, asJSON bool, run apitype.Run) i
 		as[i] = normalize(a)
 	}
 	if asJSON {
-		c.printJSON(runResult{Run: run.ID, Task: run.Task, Agent: run.Agent, Attempts: as})
+		c.printJSON(runResult{Run: run.ID, Task: run.Task, Tasks: run.Tasks, Agent: run.Agent, Attempts: as})
 		return exitOK
 	}
-	fmt.Fprintf(c.Stdout, "run %s: %d attempt(s) of %s started; follow with: benchctl list --run %s\n",
-		run.ID, len(as), run.Task, run.ID)
+	if len(run.Tasks) > 1 {
+		fmt.Fprintf(c.Stdout, "run %s: %d attempt(s) of %d tasks started; follow with: benchctl wait %s\n",
+			run.ID, len(as), len(run.Tasks), run.ID)
+	} else {
+		fmt.Fprintf(c.Stdout, "run %s: %d attempt(s) of %s started; follow with: benchctl list --run %s\n",
+			run.ID, len(as), run.Task, run.ID)
+	}
 	for _, a := range as {
 		fmt.Fprintln(c.Stdout, a.ID)
 	}
@@ -176,17 +212,7 @@ func (c *CLI) printDetached(ctx context.Context, asJSON bool, run apitype.Run) i
 // printRun prints the verdicts and returns the exit status: the worst
 // verdictExit of the attempts.
 func (c *CLI) printRun(asJSON bool, run apitype.Run, as []apitype.Attempt) int {
-	pass := len(as) > 0
-	code := exitOK
-	for _, a := range as {
-		// The worst of the attempts' answers: an infra error (2) over a
-		// fail (1) over a pass (0).
-		ac := verdictExit(a)
-		if ac != exitOK {
-			pass = false
-		}
-		code = max(code, ac)
-	}
+	code, pass := runExit(as)
 	if asJSON {
 		c.printJSON(runResult{Run: run.ID, Task: run.Task, Agent: run.Agent, Pass: pass, Attempts: normalizeAll(as)})
 		return code
@@ -211,6 +237,21 @@ func (c *CLI) printRun(asJSON bool, run apitype.Run, as []apitype.Attempt) int {
 		}
 	}
 	return code
+}
+
+// runExit is the exit status of a run's attempts, the worst of their
+// verdictExit (an infra error, 2, over a fail, 1, over a pass, 0), and
+// whether every one passed.
+func runExit(as []apitype.Attempt) (code int, pass bool) {
+	pass = len(as) > 0
+	for _, a := range as {
+		ac := verdictExit(a)
+		if ac != exitOK {
+			pass = false
+		}
+		code = max(code, ac)
+	}
+	return code, pass
 }
 
 // watch follows every attempt of run to its end, drawing a live line per

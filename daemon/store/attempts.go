@@ -25,9 +25,10 @@ func nanos(t time.Time) int64 { return t.UnixNano() }
 
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
-// CreateRun stores a new run, its Attempts (the ids, in order) included:
-// GetRun returns them as given. Created is set to now when zero. A run
-// whose id exists already is an error matching ErrConflict.
+// CreateRun stores a new run, its Attempts (the ids, in order) and its
+// Tasks included: GetRun returns them as given. Created is set to now
+// when zero. A run whose id exists already is an error matching
+// ErrConflict.
 func (s *Store) CreateRun(ctx context.Context, r apitype.Run) error {
 	if r.ID == "" {
 		return fmt.Errorf("unable to create run: %w: empty id", ErrInvalid)
@@ -39,10 +40,17 @@ func (s *Store) CreateRun(ctx context.Context, r apitype.Run) error {
 	if err != nil {
 		return fmt.Errorf("unable to create run %s: %w", r.ID, err)
 	}
+	if r.Tasks == nil {
+		r.Tasks = []string{}
+	}
+	taskIDs, err := json.Marshal(r.Tasks)
+	if err != nil {
+		return fmt.Errorf("unable to create run %s: %w", r.ID, err)
+	}
 	err = s.writeTx(ctx, func(tx *tx) error {
 		_, err := tx.ExecContext(ctx,
-			`INSERT INTO runs (id, task, agent, attempts, created) VALUES (?, ?, ?, ?, ?)`,
-			r.ID, r.Task, r.Agent, ids, nanos(r.Created))
+			`INSERT INTO runs (id, task, agent, attempts, created, tasks) VALUES (?, ?, ?, ?, ?, ?)`,
+			r.ID, r.Task, r.Agent, ids, nanos(r.Created), taskIDs)
 		return err
 	})
 	if err != nil {
@@ -51,18 +59,29 @@ func (s *Store) CreateRun(ctx context.Context, r apitype.Run) error {
 	return nil
 }
 
-// GetRun returns run id, or an error matching ErrNotFound.
+// GetRun returns run id, or an error matching ErrNotFound. A run stored
+// without Tasks (one stored before runs had several tasks) has Tasks
+// [Task], or none when Task is "".
 func (s *Store) GetRun(ctx context.Context, id string) (apitype.Run, error) {
 	r := apitype.Run{ID: id}
-	var ids []byte
+	var ids, taskIDs []byte
 	var created int64
-	err := s.r.QueryRowContext(ctx, `SELECT task, agent, attempts, created FROM runs WHERE id = ?`, id).
-		Scan(&r.Task, &r.Agent, &ids, &created)
+	err := s.r.QueryRowContext(ctx, `SELECT task, agent, attempts, created, tasks FROM runs WHERE id = ?`, id).
+		Scan(&r.Task, &r.Agent, &ids, &created, &taskIDs)
 	if err != nil {
 		return apitype.Run{}, fmt.Errorf("unable to get run %s: %w", id, translate(err))
 	}
 	if err := json.Unmarshal(ids, &r.Attempts); err != nil {
 		return apitype.Run{}, fmt.Errorf("unable to get run %s: attempts: %w", id, err)
+	}
+	if err := json.Unmarshal(taskIDs, &r.Tasks); err != nil {
+		return apitype.Run{}, fmt.Errorf("unable to get run %s: tasks: %w", id, err)
+	}
+	if len(r.Tasks) == 0 {
+		r.Tasks = []string{}
+		if r.Task != "" {
+			r.Tasks = []string{r.Task}
+		}
 	}
 	r.Created = fromNanos(created)
 	return r, nil

@@ -12,7 +12,7 @@
 // # Schema
 //
 //	schema_version(version)            one row: the last migration applied
-//	runs(id, task, agent, attempts, created)
+//	runs(id, task, agent, attempts, created, tasks)
 //	attempts(n, id, run, task, state, created, data)
 //	journals(attempt, records, head, bytes, ingested)
 //	journal_lines(k, line)             k = attempts.n << 32 | seq
@@ -32,7 +32,9 @@
 // creation times, and it is the key by which journals, journal_lines and
 // transcripts refer to an attempt. attempts.run refers to runs.id
 // (NULL for an attempt that belongs to no run); a run's attempts column
-// is the JSON list of attempt ids given to CreateRun, in order.
+// is the JSON list of attempt ids given to CreateRun, in order, and its
+// tasks column the JSON list of its task ids, in order ('[]' for a run
+// stored before runs had several tasks: GetRun gives it [task]).
 //
 // A journal is stored as its raw lines, one row per record, byte for byte
 // as the fsmon journal wrote them (without the newline), so JournalLines

@@ -113,6 +113,14 @@ CREATE TABLE reviews (
 `,
 	},
 	{
+		name: "the tasks of a run",
+		sql: `
+-- A run's tasks, in order (JSON array of task ids). A run stored before
+-- runs had several tasks has '[]': its one task is runs.task.
+ALTER TABLE runs ADD COLUMN tasks TEXT NOT NULL DEFAULT '[]';
+`,
+	},
+	{
 		name: "hosts and scores",
 		sql:  hostsAndScores("INTEGER"),
 	},

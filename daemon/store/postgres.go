@@ -109,6 +109,14 @@ CREATE TABLE journal_blobs (
 `,
 	},
 	{
+		name: "the tasks of a run",
+		sql: `
+-- A run's tasks, in order (JSON array of task ids); '[]' for a run
+-- stored before: its one task is runs.task.
+ALTER TABLE runs ADD COLUMN tasks TEXT NOT NULL DEFAULT '[]';
+`,
+	},
+	{
 		name: "hosts and scores",
 		sql:  hostsAndScores("BIGINT"),
 	},

@@ -87,12 +87,12 @@ func TestRuns(t *testing.T) {
 			want    apitype.Run
 			wantErr error
 		}{
-			{name: "get", get: "r1", want: r1},
+			{name: "get", get: "r1", want: withTasks(r1, "rt-01")}, // stored without tasks: its one task
 			{name: "not found", get: "nope", wantErr: ErrNotFound},
 			{name: "duplicate id", create: &apitype.Run{ID: "r1", Task: "rt-02"}, wantErr: ErrConflict},
 			{name: "empty id", create: &apitype.Run{Task: "rt-02"}, wantErr: ErrInvalid},
 			{name: "no attempts", create: &apitype.Run{ID: "r2", Task: "rt-02", Agent: "x", Created: base},
-				get: "r2", want: apitype.Run{ID: "r2", Task: "rt-02", Agent: "x", Created: base}},
+				get: "r2", want: apitype.Run{ID: "r2", Task: "rt-02", Tasks: []string{"rt-02"}, Agent: "x", Created: base}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
