@@ -116,6 +116,9 @@ type server struct {
 	log    *slog.Logger
 	store  *store.Store
 	engine *runs.Engine
+	// runner runs an attempt: engine.Run, or in a benchmark of the
+	// coordination alone an attempt that does nothing.
+	runner func(ctx context.Context, spec runs.Spec, progress func(apitype.Event)) (runs.Outcome, error)
 	auth   authorizer
 	// key is the host key: it signs each ended attempt's statement.
 	key ed25519.PrivateKey
@@ -309,6 +312,7 @@ func Run(ctx context.Context, cfg Config) error {
 		log:       log,
 		store:     st,
 		engine:    eng,
+		runner:    eng.Run,
 		key:       key,
 		auth:      authorizer{Group: cfg.Group, ProcDir: "/proc"},
 		closing:   make(chan struct{}),

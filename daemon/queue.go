@@ -406,7 +406,7 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 	task, err := tasks.Find(s.cfg.TasksDir, la.spec.Task)
 	if err == nil {
 		timeout, _ := time.ParseDuration(la.spec.Timeout)
-		out, err = s.engine.Run(ctx, runs.Spec{
+		out, err = s.runner(ctx, runs.Spec{
 			AttemptID: la.id,
 			Task:      task,
 			Agent:     la.spec.Agent,
