@@ -102,6 +102,10 @@ func (s *Store) IngestJournal(ctx context.Context, attemptID, journalPath string
 	// Blobs first, and outside the transaction: a committed journal
 	// never names a missing blob, and the sync does not hold up other
 	// writers. Blobs of a journal that is then refused are harmless.
+	// A prune, which deletes the blobs no journal names, waits until
+	// this journal names its own.
+	s.blobMu.RLock()
+	defer s.blobMu.RUnlock()
 	shas, _, err := s.placeBlobs(journal.BlobsDir(journalPath))
 	if err != nil {
 		return "", 0, err
@@ -127,7 +131,7 @@ func (s *Store) IngestJournal(ctx context.Context, attemptID, journalPath string
 		if _, ok := s.d.(postgresDialect); ok {
 			return s.insertBlobs(ctx, tx, an, shas)
 		}
-		return nil
+		return nameBlobs(ctx, tx, an, shas)
 	})
 	if err != nil {
 		return "", 0, err
@@ -283,6 +287,17 @@ func readLines(rd *journal.Reader, raw *bufio.Reader, free <-chan *lineBatch, fu
 			}
 		}
 	}
+}
+
+// nameBlobs records shas as the blobs of journal an (SQLite: the blobs
+// themselves are files in STATE/blobs).
+func nameBlobs(ctx context.Context, tx *tx, an int64, shas []string) error {
+	for _, sha := range shas {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO journal_blobs (attempt, sha) VALUES (?, ?) ON CONFLICT DO NOTHING`, an, sha); err != nil {
+			return fmt.Errorf("unable to name blob %s: %w", sha, translate(err))
+		}
+	}
+	return nil
 }
 
 func insertSQL(rows int) string {
