@@ -185,6 +185,7 @@ type submitted struct {
 	spec     queuedSpec
 	env      []apitype.EnvVar
 	n        int
+	purpose  string
 }
 
 // submit records a validated request as a run of queued attempts and
@@ -232,7 +233,7 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 		a := apitype.Attempt{
 			ID: id, Run: run.ID, Task: run.Task, Agent: req.identity,
 			State: apitype.StateQueued, Reasons: []apitype.Reason{}, Changeset: []apitype.Change{},
-			ExitCode: -1, Created: now,
+			ExitCode: -1, Created: now, Purpose: req.purpose,
 		}
 		if err := s.store.CreateAttempt(ctx, a); err != nil {
 			return apitype.Run{}, fmt.Errorf("unable to record attempt %s: %w", id, err)
