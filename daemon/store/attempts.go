@@ -223,18 +223,22 @@ func insertAttempt(ctx context.Context, tx *tx, a apitype.Attempt, row attemptRo
 }
 
 // UpdateAttempt replaces the stored attempt a.ID with a, every field
-// (Created too: pass back what GetAttempt returned). An attempt that does
-// not exist, or a Run that does not exist, is an error matching
-// ErrNotFound; an unknown State is an error matching ErrInvalid.
+// (Created too: pass back what GetAttempt returned) but Purpose, which
+// is what the attempt was created for and stays so (a.Purpose is not
+// read, so an attempt rebuilt from the engine's outcome keeps its
+// purpose). An attempt that does not exist, or a Run that does not
+// exist, is an error matching ErrNotFound; an unknown State is an error
+// matching ErrInvalid.
 func (s *Store) UpdateAttempt(ctx context.Context, a apitype.Attempt) error {
+	a.Purpose = ""
 	row, err := toRow(a)
 	if err != nil {
 		return fmt.Errorf("unable to update attempt %s: %w", a.ID, err)
 	}
 	err = s.writeTx(ctx, func(tx *tx) error {
 		res, err := tx.ExecContext(ctx,
-			`UPDATE attempts SET run = ?, task = ?, state = ?, created = ?, purpose = ?, data = ? WHERE id = ?`,
-			row.run, a.Task, a.State, row.created, row.purpose, row.data, a.ID)
+			`UPDATE attempts SET run = ?, task = ?, state = ?, created = ?, data = ? WHERE id = ?`,
+			row.run, a.Task, a.State, row.created, row.data, a.ID)
 		if err != nil {
 			return translate(err)
 		}

@@ -36,13 +36,18 @@ func TestPurposeRoundTrip(t *testing.T) {
 				if got.Purpose != tt.want {
 					t.Errorf("got purpose %q, want %q", got.Purpose, tt.want)
 				}
-				// An update that passes the attempt back keeps it.
-				got.State = apitype.StateInfraError
-				must(t, s.UpdateAttempt(ctx, got))
-				again, err := s.GetAttempt(ctx, tt.id)
-				must(t, err)
-				if again.Purpose != tt.want {
-					t.Errorf("after an update: got purpose %q, want %q", again.Purpose, tt.want)
+				// An update keeps it, whatever it passes: one rebuilt
+				// without it (as the daemon's end of an attempt is), or
+				// one naming another.
+				for _, p := range []string{"", apitype.PurposeReview, "fun"} {
+					up := got
+					up.State, up.Purpose = apitype.StateInfraError, p
+					must(t, s.UpdateAttempt(ctx, up))
+					again, err := s.GetAttempt(ctx, tt.id)
+					must(t, err)
+					if again.Purpose != tt.want {
+						t.Errorf("after an update with purpose %q: got purpose %q, want %q", p, again.Purpose, tt.want)
+					}
 				}
 			})
 		}
@@ -56,10 +61,7 @@ func TestPurposeRoundTrip(t *testing.T) {
 		})
 		t.Run("unknown purpose", func(t *testing.T) {
 			wantErr(t, s.CreateAttempt(ctx, apitype.Attempt{ID: "bad", Task: "rt-01", Purpose: "fun"}), ErrInvalid)
-			a, err := s.GetAttempt(ctx, "a1")
-			must(t, err)
-			a.Purpose = "fun"
-			wantErr(t, s.UpdateAttempt(ctx, a), ErrInvalid)
+			wantErr(t, s.CreateRetry(ctx, apitype.Attempt{ID: "bad", Run: "r1", Task: "rt-01", Purpose: "fun"}, "a3", nil), ErrInvalid)
 		})
 	})
 }

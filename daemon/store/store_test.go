@@ -210,6 +210,7 @@ func TestUpdateAttempt(t *testing.T) {
 		must(t, s.CreateRun(ctx, apitype.Run{ID: "r1", Task: "rt-01", Created: base}))
 		mustCreate(t, s, apitype.Attempt{ID: "a1", Run: "r1", Task: "rt-01", Created: base})
 		done := fullAttempt("a1")
+		done.Purpose = apitype.PurposeRun // a1's, which an update keeps
 		tests := []struct {
 			name    string
 			in      apitype.Attempt
