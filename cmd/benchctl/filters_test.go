@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -264,5 +265,22 @@ func TestPrune(t *testing.T) {
 				t.Errorf("got %d prune requests, want none", len(d.prunes))
 			}
 		})
+	}
+}
+
+// TestListPurposeColumn: list shows each attempt's purpose, run for one
+// stored without it.
+func TestListPurposeColumn(t *testing.T) {
+	d := newSuiteDaemon(t, nil)
+	d.seed("old", "", map[string]string{"rt-01": "P"})
+	d.seedPurpose("builtin:attempt:x", "", apitype.PurposeCheck, map[string]string{"rt-01": "F"})
+	code, stdout, stderr := runCLI(t, d.Socket, nil, false, "list")
+	if code != exitOK {
+		t.Fatalf("got exit %d, stderr %q", code, stderr)
+	}
+	for _, w := range []string{`(?m)^ATTEMPT\s+RUN\s+TASK\s+AGENT\s+PURPOSE\s+STATE`, `(?m)^a-002\s+rt-01\s+builtin:attempt:x\s+check\s+done`, `(?m)^a-001\s+rt-01\s+old\s+run\s+done`} {
+		if !regexp.MustCompile(w).MatchString(stdout) {
+			t.Errorf("got stdout\n%s\nwant a line matching %s", stdout, w)
+		}
 	}
 }
