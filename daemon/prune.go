@@ -40,7 +40,7 @@ func (s *server) handlePrune(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := apitype.Prune{
 		DryRun: req.DryRun, Attempts: pr.Attempts, Runs: pr.Runs, Blobs: pr.Blobs,
-		BlobBytes: pr.BlobBytes, RecordBytes: pr.RecordBytes,
+		BlobBytes: pr.BlobBytes, RecordBytes: pr.RecordBytes, KeptForRetries: pr.KeptForRetries,
 	}
 	if out.Attempts == nil {
 		out.Attempts = []string{}

@@ -360,6 +360,9 @@ type Prune struct {
 	// Kept are attempts whose work directory could not be removed
 	// (in use), with why; their records are gone.
 	Kept []string `json:"kept,omitempty"`
+	// KeptForRetries are attempts selected but kept, whole, because a
+	// kept attempt retries them (its signed statement names them).
+	KeptForRetries []string `json:"kept_for_retries,omitempty"`
 }
 
 // Bytes is every byte p freed.

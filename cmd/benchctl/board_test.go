@@ -125,7 +125,7 @@ func newSuiteDaemon(t *testing.T, script map[string][]string) *suiteDaemon {
 		d.prunes = append(d.prunes, req)
 		d.mu.Unlock()
 		reply(w, 200, apitype.Prune{DryRun: req.DryRun, Attempts: []string{"a-001", "a-002"}, Runs: 1, Blobs: 3,
-			BlobBytes: 3 << 20, RecordBytes: 1 << 20, WorkBytes: 0, Kept: []string{"a-003: backing is mounted"}})
+			BlobBytes: 3 << 20, RecordBytes: 1 << 20, WorkBytes: 0, Kept: []string{"a-003: backing is mounted"}, KeptForRetries: []string{"a-004"}})
 	})
 	mux.HandleFunc("GET /v1/tasks", func(w http.ResponseWriter, r *http.Request) {
 		var list apitype.TaskList

@@ -228,6 +228,7 @@ func TestPrune(t *testing.T) {
 		}
 		for _, w := range []string{
 			"would prune 2 ended attempts created before 2026-11-01T00:00:00Z (1 emptied run, 3 unused blobs): 4.0 MiB freed (blobs 3.0 MiB, records 1.0 MiB, work directories 0 B)",
+			"kept 1 attempt that a kept retry names (its signed retry_of): a-004",
 			"work directory kept: a-003: backing is mounted",
 		} {
 			if !strings.Contains(stdout, w) {

@@ -42,6 +42,10 @@ func (c *CLI) cmdPrune(ctx context.Context, args []string) int {
 		verb, plural(len(p.Attempts), "ended attempt"), req.Before.UTC().Format(time.RFC3339),
 		plural(p.Runs, "emptied run"), plural(p.Blobs, "unused blob"),
 		formatBytes(p.Bytes()), formatBytes(p.BlobBytes), formatBytes(p.RecordBytes), formatBytes(p.WorkBytes))
+	if len(p.KeptForRetries) > 0 {
+		fmt.Fprintf(c.Stdout, "  kept %s that a kept retry names (its signed retry_of): %s\n",
+			plural(len(p.KeptForRetries), "attempt"), strings.Join(p.KeptForRetries, ", "))
+	}
 	for _, k := range p.Kept {
 		fmt.Fprintf(c.Stdout, "  work directory kept: %s\n", k)
 	}

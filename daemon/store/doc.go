@@ -126,10 +126,10 @@
 //
 // Prune deletes the ended attempts before a time (of some purposes) in
 // one write transaction: their journal lines and journals, transcripts,
-// signatures, requests, reviews, the retry links to and from them (a
-// kept retry of a pruned infra error is then no retry), the attempts,
-// and their runs when no attempt is left on them (a run that keeps some
-// has the pruned ones taken off its list). A blob goes when no remaining
+// signatures, requests, reviews, the retry links to and from them, the
+// attempts (but an attempt whose retry is kept stays: the retry's signed
+// statement names it), and their runs when no attempt is left on them (a
+// run that keeps some has the pruned ones taken off its list). A blob goes when no remaining
 // journal names it, as journal_blobs says: on PostgreSQL its rows (and
 // this host's cached copy), on SQLite its file in STATE/blobs, removed
 // once the transaction is committed (a crash in between leaves files no

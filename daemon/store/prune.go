@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"benchd.dev/client/apitype"
@@ -36,6 +37,9 @@ type Pruned struct {
 	// journals, transcripts, signatures and requests deleted.
 	BlobBytes   int64
 	RecordBytes int64
+	// KeptForRetries are attempts selected but kept because a kept
+	// attempt retries them (its signed statement names them).
+	KeptForRetries []string
 }
 
 // endedStates are the states of the attempts a prune may delete.
@@ -46,7 +50,9 @@ var errDryRun = errors.New("dry run")
 
 // Prune deletes, in one transaction, the attempts f selects with their
 // journals, transcripts, signatures, requests and reviews, the retry
-// links to and from them, the runs left without attempts (a run that
+// links to and from them (but an attempt whose retry is kept stays, and
+// is listed in KeptForRetries: the retry's signed statement names it
+// as the attempt it retries), the runs left without attempts (a run that
 // keeps some has the others taken off its list), and the blobs no
 // remaining journal names: on SQLite the files in STATE/blobs (removed
 // once the transaction is committed: a crash in between leaves files
@@ -104,62 +110,127 @@ func (s *Store) Prune(ctx context.Context, f PruneFilter) (Pruned, error) {
 		if len(victims) == 0 {
 			return nil
 		}
-		if !pg {
-			if err := s.listLegacyBlobs(ctx, tx); err != nil {
-				return err
-			}
-		}
+		// A kept retry's signed statement names the attempt it retries
+		// (retry_of): an attempt goes only with its retry.
 		sub := `(SELECT a.n FROM attempts a WHERE ` + where + `)`
-		var rec int64
-		for _, q := range []string{
-			`SELECT coalesce(sum(bytes), 0) FROM journals WHERE attempt IN ` + sub,
-			`SELECT coalesce(sum(length(stdout) + length(stderr)), 0) FROM transcripts WHERE attempt IN ` + sub,
-			`SELECT coalesce(sum(length(envelope)), 0) FROM signatures WHERE attempt IN ` + sub,
-			`SELECT coalesce(sum(length(request)), 0) FROM requests WHERE attempt IN ` + sub,
-		} {
-			var n int64
-			if err := tx.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
-				return err
-			}
-			rec += n
-		}
-		out.RecordBytes = rec
-		var shas []string
-		rows, err = tx.QueryContext(ctx, `SELECT DISTINCT sha FROM journal_blobs WHERE attempt IN `+sub+` ORDER BY sha`, args...)
+		retriedBy := map[int64]int64{}
+		rows, err = tx.QueryContext(ctx, `SELECT r.retry_of, r.attempt FROM retries r WHERE r.retry_of IN `+sub, args...)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
-			var sha string
-			if err := rows.Scan(&sha); err != nil {
+			var of, by int64
+			if err := rows.Scan(&of, &by); err != nil {
 				rows.Close()
 				return err
 			}
-			shas = append(shas, sha)
+			retriedBy[of] = by
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		gone := map[int64]bool{}
+		for _, v := range victims {
+			gone[v.n] = true
+		}
+		for changed := true; changed; {
+			changed = false
+			for of, by := range retriedBy {
+				if gone[of] && !gone[by] {
+					gone[of], changed = false, true
+				}
+			}
+		}
+		selected := victims
+		victims = nil
+		for _, v := range selected {
+			if gone[v.n] {
+				victims = append(victims, v)
+			} else {
+				out.KeptForRetries = append(out.KeptForRetries, v.id)
+			}
+		}
+		if len(victims) == 0 {
+			return nil
+		}
+		ns := make([]int64, len(victims))
+		for i, v := range victims {
+			ns[i] = v.n
+		}
+		if !pg {
+			if err := s.listLegacyBlobs(ctx, tx); err != nil {
+				return err
+			}
+		}
+		named := map[string]bool{}
+		err = inBatches(ns, func(in string, args []any) error {
+			for _, q := range []string{
+				`SELECT coalesce(sum(bytes), 0) FROM journals WHERE attempt IN ` + in,
+				`SELECT coalesce(sum(length(stdout) + length(stderr)), 0) FROM transcripts WHERE attempt IN ` + in,
+				`SELECT coalesce(sum(length(envelope)), 0) FROM signatures WHERE attempt IN ` + in,
+				`SELECT coalesce(sum(length(request)), 0) FROM requests WHERE attempt IN ` + in,
+			} {
+				var n int64
+				if err := tx.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+					return err
+				}
+				out.RecordBytes += n
+			}
+			rows, err := tx.QueryContext(ctx, `SELECT DISTINCT sha FROM journal_blobs WHERE attempt IN `+in, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var sha string
+				if err := rows.Scan(&sha); err != nil {
+					return err
+				}
+				named[sha] = true
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return err
+		}
+		shas := make([]string, 0, len(named))
+		for sha := range named {
+			shas = append(shas, sha)
+		}
+		slices.Sort(shas)
 		for _, v := range victims {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM journal_lines WHERE k BETWEEN ? AND ?`, lineKey(v.n, 0), lineKey(v.n, maxSeq)); err != nil {
 				return err
 			}
 		}
-		for _, q := range []string{
-			`DELETE FROM journal_blobs WHERE attempt IN ` + sub,
-			`DELETE FROM journals WHERE attempt IN ` + sub,
-			`DELETE FROM transcripts WHERE attempt IN ` + sub,
-			`DELETE FROM signatures WHERE attempt IN ` + sub,
-			`DELETE FROM requests WHERE attempt IN ` + sub,
-			`DELETE FROM reviews WHERE attempt IN ` + sub,
-			`DELETE FROM retries WHERE attempt IN ` + sub,
-			`DELETE FROM retries WHERE retry_of IN ` + sub,
-			`DELETE FROM attempts WHERE n IN ` + sub,
-		} {
-			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-				return translate(err)
+		err = inBatches(ns, func(in string, args []any) error {
+			for _, q := range []string{
+				`DELETE FROM journal_blobs WHERE attempt IN ` + in,
+				`DELETE FROM journals WHERE attempt IN ` + in,
+				`DELETE FROM transcripts WHERE attempt IN ` + in,
+				`DELETE FROM signatures WHERE attempt IN ` + in,
+				`DELETE FROM requests WHERE attempt IN ` + in,
+				`DELETE FROM reviews WHERE attempt IN ` + in,
+				`DELETE FROM retries WHERE attempt IN ` + in,
+				`DELETE FROM retries WHERE retry_of IN ` + in,
+			} {
+				if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+					return translate(err)
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// The attempts last: the rows above refer to them.
+		err = inBatches(ns, func(in string, args []any) error {
+			_, err := tx.ExecContext(ctx, `DELETE FROM attempts WHERE n IN `+in, args...)
+			return translate(err)
+		})
+		if err != nil {
+			return err
 		}
 		var runs []runPrune
 		at := map[string]int{}
@@ -252,6 +323,27 @@ func (s *Store) Prune(ctx context.Context, f PruneFilter) (Pruned, error) {
 		return out, fmt.Errorf("pruned, but unable to remove blob files: %w", err)
 	}
 	return out, nil
+}
+
+// pruneBatch bounds the row numbers of one statement (SQLite takes
+// 32766 parameters, PostgreSQL 65535).
+const pruneBatch = 500
+
+// inBatches calls fn for each batch of at most pruneBatch of ns, with
+// "(?, ?, ...)" and the batch as arguments.
+func inBatches(ns []int64, fn func(in string, args []any) error) error {
+	for len(ns) > 0 {
+		b := ns[:min(len(ns), pruneBatch)]
+		ns = ns[len(b):]
+		args := make([]any, len(b))
+		for i, n := range b {
+			args[i] = n
+		}
+		if err := fn("("+strings.TrimSuffix(strings.Repeat("?, ", len(b)), ", ")+")", args); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runPrune is a run some of whose attempts are pruned.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -110,6 +111,17 @@ func TestPrune(t *testing.T) {
 				must(t, s.UpdateAttempt(ctx, at))
 			}
 			must(t, s.CreateRetry(ctx, apitype.Attempt{ID: "retry", Run: "r1", Task: "rt-01", Created: cut.Add(2 * time.Minute)}, "oldinfra", []byte(`{}`)))
+			// A chain pruned whole: gone1, an infra error, retried by
+			// gone2, which ended before the cut too.
+			must(t, s.CreateRun(ctx, apitype.Run{ID: "r4", Task: "rt-01", Attempts: []string{"gone1"}, Created: base}))
+			g1 := apitype.Attempt{ID: "gone1", Run: "r4", Task: "rt-01", Created: base.Add(3 * time.Minute)}
+			mustCreate(t, s, g1)
+			g1.State = apitype.StateInfraError
+			must(t, s.UpdateAttempt(ctx, g1))
+			g2 := apitype.Attempt{ID: "gone2", Run: "r4", Task: "rt-01", Created: base.Add(4 * time.Minute)}
+			must(t, s.CreateRetry(ctx, g2, "gone1", nil))
+			g2.State = apitype.StateDone
+			must(t, s.UpdateAttempt(ctx, g2))
 			blobs := map[string][]string{}
 			for _, id := range []string{"old", "keep", "check", "running"} {
 				path, shas := blobJournal(t, "written by "+id+"\n")
@@ -172,11 +184,14 @@ func TestPrune(t *testing.T) {
 			t.Run("everything before", func(t *testing.T) {
 				got, err := s.Prune(ctx, PruneFilter{Before: cut})
 				must(t, err)
-				if want := []string{"old", "oldinfra"}; !reflect.DeepEqual(got.Attempts, want) {
+				if want := []string{"old", "gone1", "gone2"}; !reflect.DeepEqual(got.Attempts, want) {
 					t.Errorf("got attempts %v, want %v", got.Attempts, want)
 				}
-				if got.Runs != 0 {
-					t.Errorf("got %d runs deleted, want 0 (r1 keeps keep and retry, r3 its running and queued attempts)", got.Runs)
+				if want := []string{"oldinfra"}; !reflect.DeepEqual(got.KeptForRetries, want) {
+					t.Errorf("got kept for retries %v, want %v (its retry is kept)", got.KeptForRetries, want)
+				}
+				if got.Runs != 1 {
+					t.Errorf("got %d runs deleted, want 1: r4 (r1 keeps keep and retry, r3 its running and queued attempts)", got.Runs)
 				}
 				if got.Blobs != len(only) || got.BlobBytes != onlyBytes {
 					t.Errorf("got %d blobs of %d bytes, want %d of %d", got.Blobs, got.BlobBytes, len(only), onlyBytes)
@@ -184,14 +199,14 @@ func TestPrune(t *testing.T) {
 				if got.RecordBytes <= int64(len("0123456789abc")) {
 					t.Errorf("got %d record bytes, want more than the transcript's 13", got.RecordBytes)
 				}
-				for _, id := range []string{"old", "oldinfra"} {
+				for _, id := range []string{"old", "gone1", "gone2"} {
 					wantErr(t, ignore(s.GetAttempt(ctx, id)), ErrNotFound)
 				}
 				wantErr(t, ignore(s.Journal(ctx, "old")), ErrNotFound)
 				wantErr(t, ignore(s.Transcript(ctx, "old")), ErrNotFound)
 				wantErr(t, ignore(s.Request(ctx, "old")), ErrNotFound)
 				wantErr(t, ignore(s.Envelope(ctx, "old")), ErrNotFound)
-				for _, id := range []string{"keep", "retry", "running", "queued"} {
+				for _, id := range []string{"keep", "oldinfra", "retry", "running", "queued"} {
 					must(t, ignore(s.GetAttempt(ctx, id)))
 				}
 				for _, sha := range only {
@@ -211,13 +226,16 @@ func TestPrune(t *testing.T) {
 				}
 				r, err := s.GetRun(ctx, "r1")
 				must(t, err)
-				if want := []string{"keep", "retry"}; !reflect.DeepEqual(r.Attempts, want) {
+				if want := []string{"oldinfra", "keep", "retry"}; !reflect.DeepEqual(r.Attempts, want) {
 					t.Errorf("got run r1's attempts %v, want %v", r.Attempts, want)
+				}
+				if _, err := s.GetRun(ctx, "r4"); !errors.Is(err, ErrNotFound) {
+					t.Errorf("run r4, its chain pruned whole: got %v, want it gone", err)
 				}
 				re, err := s.GetAttempt(ctx, "retry")
 				must(t, err)
-				if re.RetryOf != "" {
-					t.Errorf("got the retry of a pruned attempt linked to %q, want no link", re.RetryOf)
+				if re.RetryOf != "oldinfra" {
+					t.Errorf("got the kept retry linked to %q, want oldinfra (its signed retry_of)", re.RetryOf)
 				}
 			})
 			t.Run("kept journals still replay", func(t *testing.T) {
