@@ -42,6 +42,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"benchd.dev/client/apitype"
 )
@@ -223,31 +224,71 @@ func (c *Client) CancelRun(ctx context.Context, id string) (apitype.RunCancel, e
 	return rc, err
 }
 
-// AttemptFilter narrows Attempts. Zero fields do not filter; Limit 0 is
-// the daemon's default.
+// AttemptFilter narrows Attempts. Zero fields do not filter, and the
+// fields that are set all apply; Limit 0 is the daemon's default.
 type AttemptFilter struct {
-	Run   string
-	Task  string
-	Limit int
+	Run      string
+	Task     string   // one task; with Tasks, it is one of them
+	Tasks    []string // one of these tasks
+	Agent    string   // the agent as given to run (AgentIdentity.Spec)
+	Model    string
+	States   []string  // one of these states
+	Purposes []string  // one of these purposes (apitype.Purposes)
+	Since    time.Time // created at or after
+	Until    time.Time // created before
+	Limit    int
 }
 
-// Attempts lists attempts, newest first.
-func (c *Client) Attempts(ctx context.Context, f AttemptFilter) ([]apitype.Attempt, error) {
+// Query returns f as the query parameters of GET /v1/attempts.
+func (f AttemptFilter) Query() url.Values {
 	q := url.Values{}
-	if f.Run != "" {
-		q.Set("run", f.Run)
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
+		}
 	}
+	set("run", f.Run)
+	set("agent", f.Agent)
+	set("model", f.Model)
 	if f.Task != "" {
-		q.Set("task", f.Task)
+		q.Add("task", f.Task)
+	}
+	for _, t := range f.Tasks {
+		q.Add("task", t)
+	}
+	for _, st := range f.States {
+		q.Add("state", st)
+	}
+	for _, p := range f.Purposes {
+		q.Add("purpose", p)
+	}
+	if !f.Since.IsZero() {
+		q.Set("since", f.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if !f.Until.IsZero() {
+		q.Set("until", f.Until.UTC().Format(time.RFC3339Nano))
 	}
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
+	return q
+}
+
+// Attempts lists attempts, newest first.
+func (c *Client) Attempts(ctx context.Context, f AttemptFilter) ([]apitype.Attempt, error) {
 	var list apitype.AttemptList
-	if err := c.getJSON(ctx, endpoint("attempts"), q, &list); err != nil {
+	if err := c.getJSON(ctx, endpoint("attempts"), f.Query(), &list); err != nil {
 		return nil, err
 	}
 	return list.Attempts, nil
+}
+
+// Prune deletes the ended attempts req selects (or, req.DryRun, says
+// which it would).
+func (c *Client) Prune(ctx context.Context, req apitype.PruneRequest) (apitype.Prune, error) {
+	var p apitype.Prune
+	err := c.doJSON(ctx, http.MethodPost, endpoint("prune"), nil, req, &p)
+	return p, err
 }
 
 // Attempt returns one attempt.

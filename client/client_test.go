@@ -256,6 +256,9 @@ func TestEndpoints(t *testing.T) {
 	d.mux.HandleFunc("GET /v1/tasks", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, apitype.TaskList{Tasks: []apitype.TaskInfo{{ID: "rt-01"}}})
 	})
+	d.mux.HandleFunc("POST /v1/prune", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, apitype.Prune{Attempts: []string{"a-1"}, BlobBytes: 10, WorkBytes: 5})
+	})
 	d.mux.HandleFunc("POST /v1/tasks/check", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, apitype.TaskCheck{OK: true, Results: []apitype.CheckResult{{Task: r.URL.Query().Get("task"), OK: true}}})
 	})
@@ -306,6 +309,15 @@ func TestEndpoints(t *testing.T) {
 			}
 			return ids, err
 		}, []string{"a-2", "a-1"}, "GET /v1/attempts?limit=5&run=r-1&task=rt-02", ""},
+		{"attempts, every filter", func() (any, error) {
+			as, err := c.Attempts(ctx, client.AttemptFilter{Task: "rt-01", Tasks: []string{"rt-02"}, Agent: "claude -p", Model: "m",
+				States: []string{"done", "canceled"}, Purposes: []string{"check"}, Since: created, Until: created.Add(time.Hour)})
+			return len(as), err
+		}, 2, "GET /v1/attempts?agent=claude+-p&model=m&purpose=check&since=2026-11-29T12%3A00%3A00Z&state=done&state=canceled&task=rt-01&task=rt-02&until=2026-11-29T13%3A00%3A00Z", ""},
+		{"prune", func() (any, error) {
+			p, err := c.Prune(ctx, apitype.PruneRequest{Before: created, Purposes: []string{"check"}, DryRun: true})
+			return fmt.Sprint(p.Attempts, p.Bytes()), err
+		}, "[a-1] 15", "POST /v1/prune", `{"before":"2026-11-29T12:00:00Z","purposes":["check"],"dry_run":true}`},
 		{"attempts unfiltered", func() (any, error) { as, err := c.Attempts(ctx, client.AttemptFilter{}); return len(as), err }, 2, "GET /v1/attempts", ""},
 		{"attempt", func() (any, error) { a, err := c.Attempt(ctx, "a-3"); return a.ID + fmt.Sprint(a.Pass), err }, "a-3true", "GET /v1/attempts/a-3", ""},
 		{"cancel", func() (any, error) { a, err := c.Cancel(ctx, "a-3"); return a.State, err }, apitype.StateCanceled, "POST /v1/attempts/a-3/cancel", ""},

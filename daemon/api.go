@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -64,6 +65,7 @@ func (s *server) routes() *http.ServeMux {
 	handle("POST /v1/tasks/check", s.handleCheck)
 	handle("GET /v1/status", s.handleStatus)
 	handle("GET /v1/key", s.handleKey)
+	handle("POST /v1/prune", s.handlePrune)
 	handle("/", func(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("no endpoint %s %s: %w", r.Method, r.URL.Path, errNotFound)
 	})
@@ -222,6 +224,13 @@ func (s *server) validate(req apitype.RunRequest) (submitted, error) {
 	if len(req.Model) > 256 {
 		return sub, fmt.Errorf("model name longer than 256 bytes: %w", errInvalid)
 	}
+	sub.purpose = req.Purpose
+	if sub.purpose == "" {
+		sub.purpose = apitype.PurposeRun
+	}
+	if !apitype.ValidPurpose(sub.purpose) {
+		return sub, fmt.Errorf("purpose %q: want one of %s: %w", req.Purpose, strings.Join(apitype.Purposes, ", "), errInvalid)
+	}
 	sub.env = req.Env
 	for _, task := range found {
 		t := timeout
@@ -374,14 +383,11 @@ func (s *server) getAttempt(r *http.Request) (apitype.Attempt, error) {
 
 func (s *server) handleListAttempts(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	f := store.Filter{Run: q.Get("run"), Task: q.Get("task"), Limit: 100}
-	if f.Task != "" {
-		id, err := canonicalTaskID(f.Task)
-		if err != nil {
-			return err
-		}
-		f.Task = id
+	f, err := attemptFilter(q)
+	if err != nil {
+		return err
 	}
+	f.Limit = 100
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 10000 {
@@ -399,6 +405,46 @@ func (s *server) handleListAttempts(w http.ResponseWriter, r *http.Request) erro
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// attemptFilter reads the attempts' FILTER (apitype's package doc) from
+// q. A bad value is invalid, and named.
+func attemptFilter(q url.Values) (store.Filter, error) {
+	f := store.Filter{Run: q.Get("run"), Agent: q.Get("agent"), Model: q.Get("model")}
+	for _, t := range q["task"] {
+		id, err := canonicalTaskID(t)
+		if err != nil {
+			return f, err
+		}
+		f.Tasks = append(f.Tasks, id)
+	}
+	for _, st := range q["state"] {
+		if !slices.Contains(apitype.States, st) {
+			return f, fmt.Errorf("state %q: want one of %s: %w", st, strings.Join(apitype.States, ", "), errInvalid)
+		}
+		f.States = append(f.States, st)
+	}
+	for _, p := range q["purpose"] {
+		if !apitype.ValidPurpose(p) {
+			return f, fmt.Errorf("purpose %q: want one of %s: %w", p, strings.Join(apitype.Purposes, ", "), errInvalid)
+		}
+		f.Purposes = append(f.Purposes, p)
+	}
+	for _, tm := range []struct {
+		name string
+		to   *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		v := q.Get(tm.name)
+		if v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return f, fmt.Errorf("%s %q is not an RFC 3339 time: %w", tm.name, v, errInvalid)
+		}
+		*tm.to = t
+	}
+	return f, nil
 }
 
 func (s *server) handleGetAttempt(w http.ResponseWriter, r *http.Request) error {

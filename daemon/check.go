@@ -51,7 +51,7 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) error {
 			if ka.Name == t.Reference().Name {
 				agent = apitype.AgentReference
 			}
-			sub, err := s.validate(apitype.RunRequest{Task: t.ID, Agent: agent})
+			sub, err := s.validate(apitype.RunRequest{Task: t.ID, Agent: agent, Purpose: apitype.PurposeCheck})
 			if err != nil {
 				return fmt.Errorf("task %s, %s: %w", t.ID, agent, err)
 			}

@@ -51,6 +51,21 @@
 // in the store (requests) for good, so that it can be retried; the
 // values of environment variables are kept in memory only, never on disk.
 //
+// # Purposes and pruning
+//
+// A run request's Purpose (default run; tasks check submits check,
+// library index index) is checked where it enters, with the rest of the
+// request, and stored with each attempt; a retry keeps the purpose of
+// the attempt it retries. GET /v1/attempts reads every filter of
+// apitype's package doc (a bad value is invalid and named) and the store
+// applies them in SQL. POST /v1/prune has the store delete the ended
+// attempts it selects (store.Prune, one transaction) and then removes
+// each one's work directory STATE/attempts/ID, except one with a file
+// system mounted in it (a read-only mount of its disk for a diff or a
+// regrade) or of an attempt still in memory, which it leaves and names.
+// Any caller admitted to the socket may prune, as it may cancel; the uid
+// is logged.
+//
 // # Retries
 //
 // An attempt that ends in an infra error (not a cancel, not a shutdown)

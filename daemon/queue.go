@@ -184,9 +184,10 @@ func (s *server) endUnrun(ctx context.Context, a apitype.Attempt, state, why str
 
 // submitted is a validated RunRequest: n attempts of each of its tasks.
 type submitted struct {
-	tasks []submittedTask // in the request's order
-	env   []apitype.EnvVar
-	n     int
+	tasks   []submittedTask // in the request's order
+	env     []apitype.EnvVar
+	n       int
+	purpose string
 }
 
 // submittedTask is one task of a submitted request: what its attempts
@@ -254,7 +255,7 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 		a := apitype.Attempt{
 			ID: id, Run: run.ID, Task: st.task.ID, Agent: st.identity,
 			State: apitype.StateQueued, Reasons: []apitype.Reason{}, Changeset: []apitype.Change{},
-			ExitCode: -1, Created: now,
+			ExitCode: -1, Created: now, Purpose: req.purpose,
 		}
 		if err := s.store.CreateAttempt(ctx, a); err != nil {
 			return apitype.Run{}, fmt.Errorf("unable to record attempt %s: %w", id, err)

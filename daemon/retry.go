@@ -73,7 +73,7 @@ func (s *server) retry(ctx context.Context, a apitype.Attempt, spec queuedSpec, 
 		return apitype.Attempt{}, err
 	}
 	b := apitype.Attempt{
-		ID: newID("a-"), Run: a.Run, Task: a.Task, Agent: a.Agent,
+		ID: newID("a-"), Run: a.Run, Task: a.Task, Agent: a.Agent, Purpose: a.Purpose,
 		State: apitype.StateQueued, Reasons: []apitype.Reason{}, Changeset: []apitype.Change{},
 		ExitCode: -1, Created: time.Now().UTC(),
 	}

@@ -11,7 +11,7 @@
 //	GET  /v1/runs/{id}/status            -> RunStatus (where each of the run's attempts is)
 //	POST /v1/runs/{id}/cancel            -> RunCancel (cancels every queued and running attempt of the run)
 //	POST /v1/runs/{id}/retry             -> Retry (each infra error of the run not yet retried, retried once)
-//	GET  /v1/attempts[?run=ID&task=ID&limit=N] -> AttemptList (newest first)
+//	GET  /v1/attempts[?FILTER&limit=N]   -> AttemptList (newest first; FILTER below)
 //	GET  /v1/attempts/{id}               -> Attempt
 //	GET  /v1/attempts/{id}/events        -> newline-delimited Event until the attempt ends
 //	POST /v1/attempts/{id}/cancel        -> Attempt
@@ -25,6 +25,12 @@
 //	POST /v1/tasks/check[?task=ID]       -> TaskCheck (runs the reference and known attempts)
 //	GET  /v1/status                      -> Status
 //	GET  /v1/key                         -> HostKey (the public half of benchd's signing key)
+//	POST /v1/prune                       PruneRequest -> Prune (deletes ended attempts)
+//
+// The attempts' FILTER is any of run=ID, task=ID (repeatable: one of
+// them), agent=SPEC, model=M, state=S and purpose=P (repeatable: one of
+// them), since=T and until=T (RFC 3339; created at or after since,
+// before until); parameters of different names all apply.
 //
 // An attempt's {id} is its id, a unique prefix of it (the "a-" optional,
 // at least 4 characters after it) or "latest", the newest attempt; a
@@ -113,6 +119,7 @@ type RunRequest struct {
 	Env      []EnvVar `json:"env,omitempty"`
 	Gateways []string `json:"gateways,omitempty"` // NAME=HOST:PORT
 	Model    string   `json:"model,omitempty"`    // recorded in the agent's identity
+	Purpose  string   `json:"purpose,omitempty"`  // the attempts' Purpose; default PurposeRun
 }
 
 // Run is a group of attempts made by one request.
@@ -182,6 +189,9 @@ const (
 	StateInfraError = "infra_error" // the harness failed; never scored as the agent's failure
 	StateCanceled   = "canceled"
 )
+
+// States are the attempt states, in the order above.
+var States = []string{StateQueued, StateRunning, StateDone, StateInfraError, StateCanceled}
 
 // Attempt phases, in order, while StateRunning.
 const (
@@ -338,10 +348,71 @@ type Attempt struct {
 	RetryOf   string `json:"retry_of,omitempty"`
 	RetriedBy string `json:"retried_by,omitempty"`
 
+	// Purpose is what the attempt was made for (PurposeRun, ...): only
+	// runs count on scorecards and boards unless asked.
+	Purpose string `json:"purpose,omitempty"`
+
 	Created  time.Time  `json:"created"`
 	Started  *time.Time `json:"started,omitempty"`
 	Finished *time.Time `json:"finished,omitempty"`
 }
+
+// Attempt purposes: what an attempt was made for.
+const (
+	PurposeRun    = "run"    // a run someone asked for (benchctl run, board): a result
+	PurposeCheck  = "check"  // benchctl tasks check: the task store's known attempts
+	PurposeIndex  = "index"  // benchctl library index: a reference run for a changeset
+	PurposeReview = "review" // a run made to review something, not a result
+)
+
+// Purposes are the purposes there are, in the order above.
+var Purposes = []string{PurposeRun, PurposeCheck, PurposeIndex, PurposeReview}
+
+// ValidPurpose reports whether p is one of Purposes.
+func ValidPurpose(p string) bool {
+	for _, q := range Purposes {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
+
+// PruneRequest asks benchd to delete the ended attempts (done,
+// infra_error or canceled; never queued or running ones) created before
+// Before, of one of Purposes (empty: every purpose), with their
+// records, the blobs no remaining journal names, and their work
+// directories; runs left without attempts go too. DryRun says what
+// would go and deletes nothing.
+type PruneRequest struct {
+	Before   time.Time `json:"before"`
+	Purposes []string  `json:"purposes,omitempty"`
+	DryRun   bool      `json:"dry_run,omitempty"`
+}
+
+// Prune is what a prune deleted (or, DryRun, would delete).
+type Prune struct {
+	DryRun   bool     `json:"dry_run"`
+	Attempts []string `json:"attempts"` // ids, oldest first
+	Runs     int      `json:"runs"`     // runs left without attempts
+	Blobs    int      `json:"blobs"`    // blobs no remaining journal names
+	// The bytes freed: BlobBytes of blobs, RecordBytes of the
+	// database's journals, transcripts, signatures and requests (on
+	// SQLite the file shrinks only as the freed pages are reused),
+	// WorkBytes of work directories under benchd's state directory.
+	BlobBytes   int64 `json:"blob_bytes"`
+	RecordBytes int64 `json:"record_bytes"`
+	WorkBytes   int64 `json:"work_bytes"`
+	// Kept are attempts whose work directory could not be removed
+	// (in use), with why; their records are gone.
+	Kept []string `json:"kept,omitempty"`
+	// KeptForRetries are attempts selected but kept, whole, because a
+	// kept attempt retries them (its signed statement names them).
+	KeptForRetries []string `json:"kept_for_retries,omitempty"`
+}
+
+// Bytes is every byte p freed.
+func (p Prune) Bytes() int64 { return p.BlobBytes + p.RecordBytes + p.WorkBytes }
 
 // Limits are an attempt's limits.
 type Limits struct {

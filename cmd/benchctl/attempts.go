@@ -12,17 +12,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
-	"benchd.dev/client"
 	"benchd.dev/client/apitype"
 )
 
 func (c *CLI) cmdList(ctx context.Context, args []string) int {
 	f := c.newFlags("list")
-	var filter client.AttemptFilter
-	f.StringVar(&filter.Run, "run", "", "only attempts of run `ID`")
-	f.StringVar(&filter.Task, "task", "", "only attempts of task `ID`")
-	f.IntVar(&filter.Limit, "limit", 20, "at most `N` attempts")
+	var ff filterFlags
+	ff.register(f, filterSet{agentModel: true, run: true, task: true, state: true, series: true})
+	limit := f.Int("limit", 20, "at most `N` attempts")
 	pos, code, ok := c.parse(f, args)
 	if !ok {
 		return code
@@ -30,9 +29,14 @@ func (c *CLI) cmdList(ctx context.Context, args []string) int {
 	if code, ok := c.wantArgs(f, pos, 0, 0, ""); !ok {
 		return code
 	}
-	if filter.Limit < 1 {
-		return c.usageError("list", "--limit %d: want at least 1", filter.Limit)
+	if *limit < 1 {
+		return c.usageError("list", "--limit %d: want at least 1", *limit)
 	}
+	filter, err := ff.filter(time.Now(), false)
+	if err != nil {
+		return c.usageError("list", "%v", err)
+	}
+	filter.Limit = *limit
 	as, err := c.api().Attempts(ctx, filter)
 	if err != nil {
 		return c.fail("list", exitError, err)
@@ -42,13 +46,21 @@ func (c *CLI) cmdList(ctx context.Context, args []string) int {
 		return exitOK
 	}
 	tw := newTable(c.Stdout)
-	fmt.Fprintln(tw, "ATTEMPT\tRUN\tTASK\tAGENT\tSTATE\tVERDICT\tWALL\tCREATED")
+	fmt.Fprintln(tw, "ATTEMPT\tRUN\tTASK\tAGENT\tPURPOSE\tSTATE\tVERDICT\tWALL\tCREATED")
 	for _, a := range as {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Run, a.Task, oneLine(a.Agent.Spec, 30),
-			a.State, verdict(a), wallTime(a), formatTime(&a.Created))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Run, a.Task, oneLine(a.Agent.Spec, 30),
+			purposeText(a), a.State, verdict(a), wallTime(a), formatTime(&a.Created))
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// purposeText is a's purpose, run for one recorded before purposes.
+func purposeText(a apitype.Attempt) string {
+	if a.Purpose == "" {
+		return apitype.PurposeRun
+	}
+	return a.Purpose
 }
 
 // attemptArg parses flags and exactly one ATTEMPT.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"benchd.dev/client"
 	"benchd.dev/client/apitype"
@@ -21,6 +22,9 @@ type boardFlags struct {
 	streak   int
 	attempts int
 	models   stringList
+	// history is the filter of the attempts the streaks count (the
+	// task is each suite task's).
+	history client.AttemptFilter
 }
 
 func (c *CLI) cmdBoard(ctx context.Context, args []string) int {
@@ -30,6 +34,8 @@ func (c *CLI) cmdBoard(ctx context.Context, args []string) int {
 	f.IntVar(&bf.streak, "streak", draw.DefaultStreak, "consecutive passes each task needs on one frozen agent")
 	f.IntVar(&bf.attempts, "attempts", 1, fmt.Sprintf("attempts per task in this run, 1 to %d", apitype.MaxAttempts))
 	f.Var(&bf.models, "model", "run the suite once for model `M` (repeatable; one board per model)")
+	var ff filterFlags
+	ff.register(f, filterSet{allPurposes: true})
 	pos, code, ok := c.parse(f, args)
 	if !ok {
 		return code
@@ -37,6 +43,11 @@ func (c *CLI) cmdBoard(ctx context.Context, args []string) int {
 	if code, ok := c.wantArgs(f, pos, 0, 0, ""); !ok {
 		return code
 	}
+	var err error
+	if bf.history, err = ff.filter(time.Now(), true); err != nil {
+		return c.usageError("board", "%v", err)
+	}
+	bf.history.Limit = historyLimit
 	switch {
 	case bf.agent == "":
 		return c.usageError("board", "missing --agent")
@@ -120,7 +131,7 @@ func (c *CLI) runBoard(ctx context.Context, w io.Writer, bf boardFlags, model st
 			return draw.Board{}, infra, fmt.Errorf("%s: %w", task, err)
 		}
 		in.Runs[task] = as
-		hist, err := c.api().Attempts(ctx, client.AttemptFilter{Task: task, Limit: historyLimit})
+		hist, err := c.api().Attempts(ctx, bf.taskHistory(task))
 		if err != nil {
 			return draw.Board{}, infra, fmt.Errorf("%s: unable to read its attempts: %w", task, err)
 		}
@@ -148,13 +159,20 @@ func (c *CLI) runBoard(ctx context.Context, w io.Writer, bf boardFlags, model st
 		if _, ok := in.History[task]; ok {
 			continue
 		}
-		hist, err := c.api().Attempts(ctx, client.AttemptFilter{Task: task, Limit: historyLimit})
+		hist, err := c.api().Attempts(ctx, bf.taskHistory(task))
 		if err != nil {
 			return draw.Board{}, infra, fmt.Errorf("%s: unable to read its attempts: %w", task, err)
 		}
 		in.History[task] = hist
 	}
 	return draw.Evaluate(in), infra, nil
+}
+
+// taskHistory is the filter of task's attempts its streak counts.
+func (bf boardFlags) taskHistory(task string) client.AttemptFilter {
+	f := bf.history
+	f.Task = task
+	return f
 }
 
 // printBoard prints one board.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,6 +30,8 @@ type suiteDaemon struct {
 	runs     []apitype.RunRequest
 	n        int
 	clock    time.Time
+	queries  []url.Values           // of GET /v1/attempts, in order
+	prunes   []apitype.PruneRequest // of POST /v1/prune, in order
 }
 
 func newSuiteDaemon(t *testing.T, script map[string][]string) *suiteDaemon {
@@ -61,7 +64,7 @@ func newSuiteDaemon(t *testing.T, script map[string][]string) *suiteDaemon {
 				out, d.script[req.Task] = s[0], s[1:]
 			}
 			a := d.newAttempt(req.Task, req.Agent, req.Model, out)
-			a.Run = run.ID
+			a.Run, a.Purpose = run.ID, req.Purpose
 			d.attempts = append([]apitype.Attempt{a}, d.attempts...)
 			run.Attempts = append(run.Attempts, a.ID)
 		}
@@ -97,13 +100,32 @@ func newSuiteDaemon(t *testing.T, script map[string][]string) *suiteDaemon {
 	mux.HandleFunc("GET /v1/attempts", func(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
+		q := r.URL.Query()
+		d.queries = append(d.queries, q)
 		list := apitype.AttemptList{Attempts: []apitype.Attempt{}}
 		for _, a := range d.attempts {
-			if task := r.URL.Query().Get("task"); task == "" || task == a.Task {
-				list.Attempts = append(list.Attempts, a)
+			purpose := a.Purpose
+			if purpose == "" {
+				purpose = apitype.PurposeRun
 			}
+			if task := q.Get("task"); task != "" && task != a.Task {
+				continue
+			}
+			if ps := q["purpose"]; len(ps) > 0 && !slices.Contains(ps, purpose) {
+				continue
+			}
+			list.Attempts = append(list.Attempts, a)
 		}
 		reply(w, 200, list)
+	})
+	mux.HandleFunc("POST /v1/prune", func(w http.ResponseWriter, r *http.Request) {
+		var req apitype.PruneRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		d.mu.Lock()
+		d.prunes = append(d.prunes, req)
+		d.mu.Unlock()
+		reply(w, 200, apitype.Prune{DryRun: req.DryRun, Attempts: []string{"a-001", "a-002"}, Runs: 1, Blobs: 3,
+			BlobBytes: 3 << 20, RecordBytes: 1 << 20, WorkBytes: 0, Kept: []string{"a-003: backing is mounted"}, KeptForRetries: []string{"a-004"}})
 	})
 	mux.HandleFunc("GET /v1/tasks", func(w http.ResponseWriter, r *http.Request) {
 		var list apitype.TaskList
@@ -148,12 +170,19 @@ func (d *suiteDaemon) newAttempt(task, agent, model, out string) apitype.Attempt
 
 // seed stores older attempts: for each task, outs newest first.
 func (d *suiteDaemon) seed(agent, model string, outs map[string]string) {
+	d.seedPurpose(agent, model, "", outs)
+}
+
+// seedPurpose is seed with attempts of purpose.
+func (d *suiteDaemon) seedPurpose(agent, model, purpose string, outs map[string]string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for task, letters := range outs {
 		for i := len(letters) - 1; i >= 0; i-- {
 			out := map[byte]string{'P': "pass", 'F': "fail", 'I': "infra", 'U': "review"}[letters[i]]
-			d.attempts = append([]apitype.Attempt{d.newAttempt(task, agent, model, out)}, d.attempts...)
+			a := d.newAttempt(task, agent, model, out)
+			a.Purpose = purpose
+			d.attempts = append([]apitype.Attempt{a}, d.attempts...)
 		}
 	}
 }

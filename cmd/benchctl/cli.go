@@ -53,7 +53,7 @@ func init() {
 	commands = []command{
 		{"run", "(--task ID | --tasks ID,ID,... | --list LIST) --agent A [--attempts N] [--timeout D] [--env NAME]... [--gateway NAME=HOST:PORT]... [--model M] [--detach] [--every D]", "run attempts of one task, or of several as one run, and wait for their verdicts", (*CLI).cmdRun},
 		{"wait", "RUN [--every D]", "follow a run's progress until every attempt has ended; exit status as run's", (*CLI).cmdWait},
-		{"list", "[--run ID] [--task ID] [--limit N]", "list attempts, newest first", (*CLI).cmdList},
+		{"list", "[--agent A] [--model M] [--run ID] [--task ID]... [--series S] [--state S]... [--purpose P]... [--since WHEN] [--until WHEN] [--limit N]", "list attempts, newest first", (*CLI).cmdList},
 		{"show", "ATTEMPT", "show an attempt: verdict, every reason, metrics, agent identity", (*CLI).cmdShow},
 		{"cancel", "ATTEMPT|RUN...", "cancel queued or running attempts; a run (r-...): every queued and running attempt of it", (*CLI).cmdCancel},
 		{"log", "ATTEMPT [--denied]", "the journal as a timeline", (*CLI).cmdLog},
@@ -69,8 +69,9 @@ func init() {
 		{"status", "", "describe the daemon", (*CLI).cmdStatus},
 		{"draw", "--library L [--tasks DIR] --seed YYYYMMDD [--cap N] [-o LIST] | --verify LIST --library L [--tasks DIR] [--seed YYYYMMDD]", "draw a batch of tasks by seed 000's rule, or check a drawn list", (*CLI).cmdDraw},
 		{"library", "index [--tasks DIR] -o FILE | show --library L [--tasks DIR]", "record the bundles' changesets, or show a library's groups", (*CLI).cmdLibrary},
-		{"board", "--agent A [--streak N] [--attempts N] [--model M]...", "run the six-task suite (gate first) and show its streaks", (*CLI).cmdBoard},
-		{"scorecard", "[--series S] [--list FILE]... [--html FILE]", "completion rates with intervals, per series", (*CLI).cmdScorecard},
+		{"board", "--agent A [--streak N] [--attempts N] [--model M]... [--since WHEN] [--until WHEN] [--purpose P | --all-purposes]", "run the six-task suite (gate first) and show its streaks (counting runs only, unless asked)", (*CLI).cmdBoard},
+		{"scorecard", "[--series S] [--list FILE]... [--html FILE] [--agent A] [--model M] [--run ID] [--task ID]... [--state S]... [--since WHEN] [--until WHEN] [--purpose P... | --all-purposes]", "completion rates with intervals, per series (runs only, unless asked)", (*CLI).cmdScorecard},
+		{"prune", "--before WHEN [--purpose P]... [--dry-run]", "delete ended attempts created before WHEN, their records, unused blobs and work directories; say what it freed", (*CLI).cmdPrune},
 	}
 }
 

@@ -148,7 +148,7 @@ func (c *CLI) daemonTasksDir(ctx context.Context) (string, error) {
 // finished attempt, which must have passed: a changeset is only taken
 // from a reference solution the grader accepts.
 func (c *CLI) referenceAttempt(ctx context.Context, task string) (apitype.Attempt, error) {
-	run, err := c.api().CreateRun(ctx, apitype.RunRequest{Task: task, Agent: apitype.AgentReference, Attempts: 1})
+	run, err := c.api().CreateRun(ctx, apitype.RunRequest{Task: task, Agent: apitype.AgentReference, Attempts: 1, Purpose: apitype.PurposeIndex})
 	if err != nil {
 		return apitype.Attempt{}, fmt.Errorf("task %s: %w", task, err)
 	}

@@ -123,8 +123,8 @@ func TestLibraryIndex(t *testing.T) {
 		t.Fatalf("got %d runs, want one per bundle (%d)", len(runs), len(bundles))
 	}
 	for i, r := range runs {
-		if r.Agent != apitype.AgentReference || r.Task != bundles[i].ID || r.Attempts != 1 {
-			t.Errorf("run %d: got %+v, want one attempt of %s by %s", i, r, bundles[i].ID, apitype.AgentReference)
+		if r.Agent != apitype.AgentReference || r.Task != bundles[i].ID || r.Attempts != 1 || r.Purpose != apitype.PurposeIndex {
+			t.Errorf("run %d: got %+v, want one attempt of %s by %s, of purpose %s", i, r, bundles[i].ID, apitype.AgentReference, apitype.PurposeIndex)
 		}
 	}
 	lib, err := draw.Load(draw.LoadConfig{Manifests: []string{out}, TasksDir: builtinTasks})

@@ -23,6 +23,8 @@ func (c *CLI) cmdScorecard(ctx context.Context, args []string) int {
 	f.Var(&lists, "list", "a draw LIST `FILE` whose series is shown beside the built-in suite's (repeatable)")
 	series := f.String("series", "", "show one series: builtin, a series id (or its prefix), or a draw LIST `FILE`")
 	htmlOut := f.String("html", "", "also write a self-contained HTML report to `FILE`")
+	var ff filterFlags
+	ff.register(f, filterSet{agentModel: true, run: true, task: true, state: true, allPurposes: true})
 	pos, code, ok := c.parse(f, args)
 	if !ok {
 		return code
@@ -30,6 +32,12 @@ func (c *CLI) cmdScorecard(ctx context.Context, args []string) int {
 	if code, ok := c.wantArgs(f, pos, 0, 0, ""); !ok {
 		return code
 	}
+	filter, err := ff.filter(time.Now(), true)
+	if err != nil {
+		return c.usageError("scorecard", "%v", err)
+	}
+	only := filter.Tasks // read only these of the series' tasks
+	filter.Tasks, filter.Limit = nil, historyLimit
 	var all []draw.Series
 	all = append(all, draw.BuiltinSeries())
 	pick := -1
@@ -70,7 +78,12 @@ func (c *CLI) cmdScorecard(ctx context.Context, args []string) int {
 	var attempts []apitype.Attempt
 	var truncated []string
 	for _, t := range tasks {
-		as, err := c.api().Attempts(ctx, client.AttemptFilter{Task: t, Limit: historyLimit})
+		if len(only) > 0 && !slices.Contains(only, t) {
+			continue
+		}
+		tf := filter
+		tf.Task = t
+		as, err := c.api().Attempts(ctx, tf)
 		if err != nil && !errors.Is(err, client.ErrNotFound) && !errors.Is(err, client.ErrInvalid) { // a task benchd cannot have has no attempts
 			return c.fail("scorecard", exitError, fmt.Errorf("attempts of %s: %w", t, err))
 		}

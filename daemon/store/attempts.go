@@ -91,7 +91,19 @@ func (s *Store) GetRun(ctx context.Context, id string) (apitype.Run, error) {
 type attemptRow struct {
 	run     sql.NullString
 	created int64
+	purpose string
 	data    []byte
+}
+
+// purposeOf returns the stored purpose of p: PurposeRun when empty.
+func purposeOf(p string) (string, error) {
+	if p == "" {
+		return apitype.PurposeRun, nil
+	}
+	if !apitype.ValidPurpose(p) {
+		return "", fmt.Errorf("%w: unknown purpose %q", ErrInvalid, p)
+	}
+	return p, nil
 }
 
 // toRow validates a and splits it into columns: data is the JSON of a
@@ -103,40 +115,46 @@ func toRow(a apitype.Attempt) (attemptRow, error) {
 	if !states[a.State] {
 		return attemptRow{}, fmt.Errorf("%w: unknown state %q", ErrInvalid, a.State)
 	}
+	purpose, err := purposeOf(a.Purpose)
+	if err != nil {
+		return attemptRow{}, err
+	}
 	row := attemptRow{
 		run:     sql.NullString{String: a.Run, Valid: a.Run != ""},
 		created: nanos(a.Created),
+		purpose: purpose,
 	}
 	rest := a
 	rest.ID, rest.Run, rest.Task, rest.State, rest.Created = "", "", "", "", time.Time{}
+	rest.Purpose = ""
 	rest.RetryOf, rest.RetriedBy = "", ""
 	rest.Review = nil // the reviews table's
-	var err error
 	row.data, err = json.Marshal(rest)
 	return row, err
 }
 
 // scanAttempt reads the columns of attemptSelect: id, run, task, state,
-// created, data, the two links of the retries table, and the review's
+// created, purpose, data, the two links of the retries table, and the review's
 // columns (NULL without one).
 func scanAttempt(sc interface{ Scan(...any) error }) (apitype.Attempt, error) {
 	var (
-		a                       apitype.Attempt
-		id, task, state         string
-		run, retryOf, retriedBy sql.NullString
-		created                 int64
-		data                    []byte
-		rvOutcome, why          sql.NullString
-		uid, reviewed           sql.NullInt64
-		graded                  []byte
+		a                        apitype.Attempt
+		id, task, state, purpose string
+		run, retryOf, retriedBy  sql.NullString
+		created                  int64
+		data                     []byte
+		rvOutcome, why           sql.NullString
+		uid, reviewed            sql.NullInt64
+		graded                   []byte
 	)
-	if err := sc.Scan(&id, &run, &task, &state, &created, &data, &retryOf, &retriedBy, &rvOutcome, &why, &uid, &reviewed, &graded); err != nil {
+	if err := sc.Scan(&id, &run, &task, &state, &created, &purpose, &data, &retryOf, &retriedBy, &rvOutcome, &why, &uid, &reviewed, &graded); err != nil {
 		return apitype.Attempt{}, translate(err)
 	}
 	if err := json.Unmarshal(data, &a); err != nil {
 		return apitype.Attempt{}, fmt.Errorf("attempt %s: stored data: %w", id, err)
 	}
 	a.ID, a.Run, a.Task, a.State, a.Created = id, run.String, task, state, fromNanos(created)
+	a.Purpose = purpose
 	a.RetryOf, a.RetriedBy = retryOf.String, retriedBy.String
 	a.Review = nil
 	if rvOutcome.Valid {
@@ -149,14 +167,14 @@ func scanAttempt(sc interface{ Scan(...any) error }) (apitype.Attempt, error) {
 	return a, nil
 }
 
-// attemptColumns are the columns of attempts that an insert of schema
-// version 1 sets (later steps add host).
+// attemptColumns are the columns of attempts that every schema version
+// has; an insert sets them, purpose and host.
 const attemptColumns = `id, run, task, state, created, data`
 
 // attemptSelect selects what scanAttempt reads: each attempt (as a) with
 // the two links of the retries table (retry_of, retried_by) and its
 // review (as v), if any.
-const attemptSelect = `SELECT a.id, a.run, a.task, a.state, a.created, a.data,
+const attemptSelect = `SELECT a.id, a.run, a.task, a.state, a.created, a.purpose, a.data,
 	(SELECT o.id FROM retries r JOIN attempts o ON o.n = r.retry_of WHERE r.attempt = a.n),
 	(SELECT b.id FROM retries r JOIN attempts b ON b.n = r.attempt WHERE r.retry_of = a.n),
 	v.outcome, v.why, v.uid, v.reviewed, v.graded
@@ -215,8 +233,8 @@ func insertAttempt(ctx context.Context, tx *tx, a apitype.Attempt, row attemptRo
 	}
 	var n int64
 	err := tx.QueryRowContext(ctx,
-		`INSERT INTO attempts (`+attemptColumns+`, host) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING n`,
-		a.ID, row.run, a.Task, a.State, row.created, row.data, a.Host).Scan(&n)
+		`INSERT INTO attempts (`+attemptColumns+`, purpose, host) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING n`,
+		a.ID, row.run, a.Task, a.State, row.created, row.data, row.purpose, a.Host).Scan(&n)
 	if err != nil {
 		return 0, translate(err)
 	}
@@ -224,12 +242,16 @@ func insertAttempt(ctx context.Context, tx *tx, a apitype.Attempt, row attemptRo
 }
 
 // UpdateAttempt replaces the stored attempt a.ID with a, every field
-// (Created too: pass back what GetAttempt returned). An attempt that does
-// not exist, or a Run that does not exist, is an error matching
-// ErrNotFound; an unknown State is an error matching ErrInvalid. An
-// attempt that becomes done is scored (see Finish): a second done
-// attempt of one retry chain is an error matching ErrConflict.
+// (Created too: pass back what GetAttempt returned) but Purpose, which
+// is what the attempt was created for and stays so (a.Purpose is not
+// read, so an attempt rebuilt from the engine's outcome keeps its
+// purpose). An attempt that does not exist, or a Run that does not
+// exist, is an error matching ErrNotFound; an unknown State is an error
+// matching ErrInvalid. An attempt that becomes done is scored (see
+// Finish): a second done attempt of one retry chain is an error matching
+// ErrConflict.
 func (s *Store) UpdateAttempt(ctx context.Context, a apitype.Attempt) error {
+	a.Purpose = ""
 	row, err := toRow(a)
 	if err != nil {
 		return fmt.Errorf("unable to update attempt %s: %w", a.ID, err)
@@ -281,45 +303,91 @@ func (s *Store) AttemptIDs(ctx context.Context, prefix string, limit int) ([]str
 	return ids, nil
 }
 
-// Filter selects attempts for ListAttempts. Zero fields select all.
+// Filter selects attempts for ListAttempts. Zero fields select all;
+// the fields that are set all apply.
 type Filter struct {
-	Run    string   // attempts of this run
-	Task   string   // attempts of this task
-	States []string // attempts in one of these states
-	Limit  int      // at most this many; 0 means no limit
+	Run      string    // attempts of this run
+	Task     string    // attempts of this task
+	Tasks    []string  // attempts of one of these tasks
+	States   []string  // attempts in one of these states
+	Agent    string    // attempts whose agent was given as this (Agent.Spec)
+	Model    string    // attempts whose agent identity names this model
+	Purposes []string  // attempts of one of these purposes
+	Since    time.Time // attempts created at or after this
+	Until    time.Time // attempts created before this
+	Limit    int       // at most this many; 0 means no limit
 }
 
-// ListAttempts returns the attempts that match f, newest first (by
-// Created, then by the order they were created in). A negative Limit or
-// an unknown state is an error matching ErrInvalid.
-func (s *Store) ListAttempts(ctx context.Context, f Filter) ([]apitype.Attempt, error) {
+// where returns f's conditions on the attempts a, joined by AND (empty
+// for none), and their arguments. An unknown state or purpose is an
+// error matching ErrInvalid.
+func (f Filter) where(d dialect) (string, []any, error) {
 	var (
 		where []string
 		args  []any
 	)
+	in := func(col string, vals []string, valid func(string) bool, what string) error {
+		marks := make([]string, len(vals))
+		for i, v := range vals {
+			if valid != nil && !valid(v) {
+				return fmt.Errorf("%w: unknown %s %q", ErrInvalid, what, v)
+			}
+			marks[i] = "?"
+			args = append(args, v)
+		}
+		where = append(where, col+" IN ("+strings.Join(marks, ", ")+")")
+		return nil
+	}
 	if f.Run != "" {
 		where, args = append(where, "a.run = ?"), append(args, f.Run)
 	}
 	if f.Task != "" {
 		where, args = append(where, "a.task = ?"), append(args, f.Task)
 	}
-	if len(f.States) > 0 {
-		marks := make([]string, len(f.States))
-		for i, st := range f.States {
-			if !states[st] {
-				return nil, fmt.Errorf("unable to list attempts: %w: unknown state %q", ErrInvalid, st)
-			}
-			marks[i] = "?"
-			args = append(args, st)
+	if len(f.Tasks) > 0 {
+		if err := in("a.task", f.Tasks, nil, "task"); err != nil {
+			return "", nil, err
 		}
-		where = append(where, "a.state IN ("+strings.Join(marks, ", ")+")")
+	}
+	if len(f.States) > 0 {
+		if err := in("a.state", f.States, func(s string) bool { return states[s] }, "state"); err != nil {
+			return "", nil, err
+		}
+	}
+	if len(f.Purposes) > 0 {
+		if err := in("a.purpose", f.Purposes, apitype.ValidPurpose, "purpose"); err != nil {
+			return "", nil, err
+		}
+	}
+	if f.Agent != "" {
+		where, args = append(where, d.jsonText("a.data", "agent", "spec")+" = ?"), append(args, f.Agent)
+	}
+	if f.Model != "" {
+		where, args = append(where, d.jsonText("a.data", "agent", "model")+" = ?"), append(args, f.Model)
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "a.created >= ?"), append(args, nanos(f.Since))
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, "a.created < ?"), append(args, nanos(f.Until))
+	}
+	return strings.Join(where, " AND "), args, nil
+}
+
+// ListAttempts returns the attempts that match f, newest first (by
+// Created, then by the order they were created in). A negative Limit or
+// an unknown state or purpose is an error matching ErrInvalid.
+func (s *Store) ListAttempts(ctx context.Context, f Filter) ([]apitype.Attempt, error) {
+	where, args, err := f.where(s.d)
+	if err != nil {
+		return nil, fmt.Errorf("unable to list attempts: %w", err)
 	}
 	if f.Limit < 0 {
 		return nil, fmt.Errorf("unable to list attempts: %w: negative limit %d", ErrInvalid, f.Limit)
 	}
 	q := attemptSelect
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
+	if where != "" {
+		q += ` WHERE ` + where
 	}
 	q += ` ORDER BY a.created DESC, a.n DESC`
 	if f.Limit > 0 {

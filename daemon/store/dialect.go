@@ -31,6 +31,9 @@ type dialect interface {
 	// readTx is the options of a read transaction that must see one
 	// snapshot.
 	readTx() *sql.TxOptions
+	// jsonText is the SQL expression of the text at keys in the JSON
+	// object in column col (NULL where there is none).
+	jsonText(col string, keys ...string) string
 }
 
 type sqliteDialect struct{}
@@ -40,6 +43,9 @@ func (sqliteDialect) rebind(q string) string                   { return q }
 func (sqliteDialect) migrations() []migration                  { return migrations }
 func (sqliteDialect) readTx() *sql.TxOptions                   { return &sql.TxOptions{ReadOnly: true} }
 func (sqliteDialect) lockWrite(context.Context, *sql.Tx) error { return nil }
+func (sqliteDialect) jsonText(col string, keys ...string) string {
+	return "json_extract(" + col + ", '$." + strings.Join(keys, ".") + "')"
+}
 func (sqliteDialect) hasVersionTable() string {
 	return `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'`
 }
@@ -62,6 +68,10 @@ func (postgresDialect) readTx() *sql.TxOptions {
 func (postgresDialect) lockWrite(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(writeLockKey))
 	return err
+}
+
+func (postgresDialect) jsonText(col string, keys ...string) string {
+	return "(" + col + "::jsonb #>> '{" + strings.Join(keys, ",") + "}')"
 }
 
 func (postgresDialect) hasVersionTable() string {

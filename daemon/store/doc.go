@@ -13,7 +13,7 @@
 //
 //	schema_version(version)            one row: the last migration applied
 //	runs(id, task, agent, attempts, created, tasks)
-//	attempts(n, id, run, task, state, created, data)
+//	attempts(n, id, run, task, state, created, purpose, data, host, seen, cancel_requested)
 //	journals(attempt, records, head, bytes, ingested)
 //	journal_lines(k, line)             k = attempts.n << 32 | seq
 //	transcripts(attempt, stdout, stderr, stdout_truncated, stderr_truncated)
@@ -21,9 +21,11 @@
 //	retries(attempt, retry_of)         retry_of unique: retried at most once
 //	requests(attempt, request)
 //	reviews(attempt, outcome, why, uid, reviewed, graded)
+//	journal_blobs(attempt, sha)        the blobs each journal names
+//	scored(root, attempt)              one done attempt per retry chain
 //
 // An attempt (apitype.Attempt) is stored as columns for what queries
-// select and order by (id, run, task, state, created) and one JSON column,
+// select and order by (id, run, task, state, created, purpose) and one JSON column,
 // data, for the rest (verdict, metrics, agent identity, changeset,
 // network...). The columns are the truth: data is written with those
 // fields zeroed, and reading fills them in from the columns, so the two
@@ -113,6 +115,36 @@
 // not match its name is an error). The blob file system is then synced
 // once (syncfs), so that a committed journal never names a blob lost in
 // a power failure.
+//
+// # Purposes, filters and pruning
+//
+// An attempt's purpose (apitype.Purpose*: run, check, index, review) is
+// a column, set when the attempt is created (empty is run) and kept by
+// every update. Attempts stored before the column existed (SQLite step
+// 6, PostgreSQL step 2) read as run, except those of the built-in agents
+// builtin:attempt:NAME, which only tasks check submitted: the step sets
+// them to check. ListAttempts' Filter is SQL where clauses on both
+// backends: the columns, and for the agent's spec and model the JSON of
+// data (json_extract on SQLite, #>> on PostgreSQL).
+//
+// Prune deletes the ended attempts before a time (of some purposes) in
+// one write transaction: their journal lines and journals, transcripts,
+// signatures, requests, reviews, the retry links to and from them, the
+// attempts (but an attempt whose retry is kept stays: the retry's signed
+// statement names it), and their runs when no attempt is left on them (a
+// run that keeps some has the pruned ones taken off its list). A blob goes when no remaining
+// journal names it, as journal_blobs says: on PostgreSQL its rows (and
+// this host's cached copy), on SQLite its file in STATE/blobs, removed
+// once the transaction is committed (a crash in between leaves files no
+// journal names, never a journal naming a missing file). SQLite has
+// journal_blobs since step 6; a journal ingested before has no rows
+// there, and Prune lists its blobs from its records (their hashes, and
+// the files of the manifests that mount and unmount records name) the
+// first time it runs, inside its transaction. An ingest holds the
+// store's blob lock, shared, from the moment it places its blobs until
+// its journal names them, and Prune holds it exclusively, so a blob
+// placed for a journal not yet committed is never taken for an unused
+// one.
 //
 // # Transcripts
 //

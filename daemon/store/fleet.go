@@ -183,6 +183,10 @@ func (s *Store) Finish(ctx context.Context, f Finish) (err error) {
 	}()
 	var ing *ingest
 	if f.JournalPath != "" {
+		// As in IngestJournal: no prune between placing the blobs and
+		// the commit that names them.
+		s.blobMu.RLock()
+		defer s.blobMu.RUnlock()
 		if ing, err = s.prepareIngest(ctx, a.ID, f.JournalPath); err != nil {
 			return errors.Join(ErrJournal, err)
 		}

@@ -249,7 +249,7 @@ func TestHeartbeatCancel(t *testing.T) {
 func TestMigrateScoresDone(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db := openAtVersion(t, dir, len(migrations)-1)
+	db := openAtVersion(t, dir, stepIndex(t, migrations, "hosts and scores"))
 	for i, st := range []string{apitype.StateDone, apitype.StateInfraError, apitype.StateDone} {
 		a := fullAttempt("m" + string(rune('0'+i)))
 		a.Run, a.State = "", st

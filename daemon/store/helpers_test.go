@@ -149,3 +149,16 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// stepIndex is the index of the migration step named name in steps: a
+// database migrated to that version has the steps before it.
+func stepIndex(t testing.TB, steps []migration, name string) int {
+	t.Helper()
+	for i, m := range steps {
+		if m.name == name {
+			return i
+		}
+	}
+	t.Fatalf("no migration step %q", name)
+	return 0
+}

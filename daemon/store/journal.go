@@ -81,7 +81,10 @@ func (s *Store) IngestJournal(ctx context.Context, attemptID, journalPath string
 	// Blobs are placed first, and outside the transaction: a committed
 	// journal never names a missing blob, and the sync does not hold up
 	// other writers. Blobs of a journal that is then refused are
-	// harmless.
+	// harmless. A prune, which deletes the blobs no journal names, waits
+	// until this journal names its own.
+	s.blobMu.RLock()
+	defer s.blobMu.RUnlock()
 	in, err := s.prepareIngest(ctx, attemptID, journalPath)
 	if err != nil {
 		return "", 0, err
@@ -123,7 +126,7 @@ func (in *ingest) run(ctx context.Context, s *Store, tx *tx) (string, error) {
 	if _, ok := s.d.(postgresDialect); ok {
 		return head, s.insertBlobs(ctx, tx, an, in.shas)
 	}
-	return head, nil
+	return head, nameBlobs(ctx, tx, an, in.shas)
 }
 
 // lineBatch is up to batchRows journal lines, back to back in buf.
@@ -274,6 +277,17 @@ func readLines(rd *journal.Reader, raw *bufio.Reader, free <-chan *lineBatch, fu
 			}
 		}
 	}
+}
+
+// nameBlobs records shas as the blobs of journal an (SQLite: the blobs
+// themselves are files in STATE/blobs).
+func nameBlobs(ctx context.Context, tx *tx, an int64, shas []string) error {
+	for _, sha := range shas {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO journal_blobs (attempt, sha) VALUES (?, ?) ON CONFLICT DO NOTHING`, an, sha); err != nil {
+			return fmt.Errorf("unable to name blob %s: %w", sha, translate(err))
+		}
+	}
+	return nil
 }
 
 func insertSQL(rows int) string {

@@ -104,7 +104,7 @@ func TestMarkInFlightInfraError(t *testing.T) {
 		}
 		before := map[string]apitype.Attempt{}
 		for i, id := range []string{"q", "r1", "r2", "d", "c", "i"} {
-			a := apitype.Attempt{ID: id, Task: "rt-01", Created: base.Add(time.Duration(i) * time.Second)}
+			a := apitype.Attempt{ID: id, Task: "rt-01", Purpose: apitype.PurposeRun, Created: base.Add(time.Duration(i) * time.Second)}
 			mustCreate(t, s, a)
 			a.State = states[id]
 			if a.State == apitype.StateRunning {

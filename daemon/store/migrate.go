@@ -121,6 +121,27 @@ ALTER TABLE runs ADD COLUMN tasks TEXT NOT NULL DEFAULT '[]';
 `,
 	},
 	{
+		name: "purposes and the blobs of each journal",
+		sql: `
+-- What an attempt was made for (apitype.Purpose*). Attempts made before
+-- this step read as runs, except those of the built-in agents
+-- builtin:attempt:NAME, which only benchctl tasks check submitted.
+ALTER TABLE attempts ADD COLUMN purpose TEXT NOT NULL DEFAULT 'run';
+UPDATE attempts SET purpose = 'check' WHERE json_extract(data, '$.agent.spec') LIKE 'builtin:attempt:%';
+CREATE INDEX attempts_by_purpose ON attempts(purpose, created, n);
+-- The blobs of each journal (its blob directory when it was ingested),
+-- so that a prune knows which blobs no journal names any more. A
+-- journal ingested before this step has no rows: Prune lists its blobs
+-- from its records the first time it runs.
+CREATE TABLE journal_blobs (
+	attempt INTEGER NOT NULL REFERENCES journals(attempt),
+	sha     TEXT NOT NULL,
+	PRIMARY KEY (attempt, sha)
+);
+CREATE INDEX journal_blobs_by_sha ON journal_blobs(sha);
+`,
+	},
+	{
 		name: "hosts and scores",
 		sql:  hostsAndScores("INTEGER"),
 	},

@@ -117,6 +117,17 @@ ALTER TABLE runs ADD COLUMN tasks TEXT NOT NULL DEFAULT '[]';
 `,
 	},
 	{
+		name: "purposes",
+		sql: `
+-- As SQLite's step 6 (whose journal_blobs this schema had from the
+-- start).
+ALTER TABLE attempts ADD COLUMN purpose TEXT NOT NULL DEFAULT 'run';
+UPDATE attempts SET purpose = 'check' WHERE (data::jsonb #>> '{agent,spec}') LIKE 'builtin:attempt:%';
+CREATE INDEX attempts_by_purpose ON attempts(purpose, created, n);
+CREATE INDEX journal_blobs_by_sha ON journal_blobs(sha);
+`,
+	},
+	{
 		name: "hosts and scores",
 		sql:  hostsAndScores("BIGINT"),
 	},

@@ -45,7 +45,7 @@ func TestRunTasks(t *testing.T) {
 func TestMigrateRunTasks(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db := openAtVersion(t, dir, len(migrations)-1)
+	db := openAtVersion(t, dir, stepIndex(t, migrations, "the tasks of a run"))
 	_, err := db.ExecContext(ctx, `INSERT INTO runs (id, task, agent, attempts, created) VALUES ('r1', 'rt-01', 'x', '["a1"]', 0)`)
 	must(t, err)
 	must(t, db.Close())

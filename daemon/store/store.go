@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"benchd.dev/fsmon/journal"
 
@@ -51,6 +52,12 @@ type Store struct {
 	w     db // SQLite: one connection, every write goes through it
 	r     db // SQLite: read-only connections; PostgreSQL: w's pool
 	blobs *journal.Blobs
+
+	// blobMu is held shared by an ingest from the moment it places its
+	// blobs until its journal names them, and exclusively by a prune
+	// while it deletes the blobs no journal names: a blob placed for a
+	// journal not yet committed is never taken for an unused one.
+	blobMu sync.RWMutex
 }
 
 // pragmas are set on every connection (the driver's DSN parameters).

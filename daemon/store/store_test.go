@@ -144,7 +144,7 @@ func fullAttempt(id string) apitype.Attempt {
 			Gateways: []apitype.GatewayUse{{Name: "model", Endpoint: "10.0.0.1:443", Conns: 2, BytesIn: 10, BytesOut: 20}},
 			BytesIn:  10, BytesOut: 20},
 		JournalHead: strings.Repeat("ef", 32), InfraError: "", TaskSHA256: strings.Repeat("01", 32),
-		Created: base, Started: &started, Finished: &finished,
+		Purpose: apitype.PurposeCheck, Created: base, Started: &started, Finished: &finished,
 	}
 }
 
@@ -182,6 +182,7 @@ func TestCreateAttempt(t *testing.T) {
 				must(t, gerr)
 				want := tt.in
 				want.State = tt.wantState
+				want.Purpose = apitype.PurposeRun // as an empty purpose is stored
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("got %+v, want %+v", got, want)
 				}
@@ -209,12 +210,13 @@ func TestUpdateAttempt(t *testing.T) {
 		must(t, s.CreateRun(ctx, apitype.Run{ID: "r1", Task: "rt-01", Created: base}))
 		mustCreate(t, s, apitype.Attempt{ID: "a1", Run: "r1", Task: "rt-01", Created: base})
 		done := fullAttempt("a1")
+		done.Purpose = apitype.PurposeRun // a1's, which an update keeps
 		tests := []struct {
 			name    string
 			in      apitype.Attempt
 			wantErr error
 		}{
-			{name: "running", in: apitype.Attempt{ID: "a1", Run: "r1", Task: "rt-01", State: apitype.StateRunning, Phase: apitype.PhaseMount, Created: base}},
+			{name: "running", in: apitype.Attempt{ID: "a1", Run: "r1", Task: "rt-01", State: apitype.StateRunning, Phase: apitype.PhaseMount, Purpose: apitype.PurposeRun, Created: base}},
 			{name: "done", in: done},
 			{name: "not found", in: apitype.Attempt{ID: "nope", State: apitype.StateRunning}, wantErr: ErrNotFound},
 			{name: "unknown state", in: apitype.Attempt{ID: "a1", State: "sleeping"}, wantErr: ErrInvalid},

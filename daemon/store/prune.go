@@ -1,0 +1,495 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"benchd.dev/client/apitype"
+	"benchd.dev/fsmon/journal"
+)
+
+// PruneFilter selects the attempts Prune deletes: ended ones (done,
+// infra_error or canceled) created before Before, of one of Purposes
+// (empty: every purpose). Queued and running attempts are never
+// selected.
+type PruneFilter struct {
+	Before   time.Time
+	Purposes []string
+	// DryRun finds what would go, and deletes nothing.
+	DryRun bool
+}
+
+// Pruned is what Prune deleted (or, DryRun, would delete).
+type Pruned struct {
+	Attempts []string // ids, oldest first
+	Runs     int      // runs left without attempts, deleted
+	Blobs    int      // blobs no remaining journal names, deleted
+	// BlobBytes is the size of those blobs; RecordBytes that of the
+	// journals, transcripts, signatures and requests deleted.
+	BlobBytes   int64
+	RecordBytes int64
+	// KeptForRetries are attempts selected but kept because a kept
+	// attempt retries them (its signed statement names them).
+	KeptForRetries []string
+}
+
+// endedStates are the states of the attempts a prune may delete.
+var endedStates = []string{apitype.StateDone, apitype.StateInfraError, apitype.StateCanceled}
+
+// errDryRun rolls back a dry run's transaction.
+var errDryRun = errors.New("dry run")
+
+// Prune deletes, in one transaction, the attempts f selects with their
+// journals, transcripts, signatures, requests and reviews, the retry
+// links to and from them (but an attempt whose retry is kept stays, and
+// is listed in KeptForRetries: the retry's signed statement names it
+// as the attempt it retries), the runs left without attempts (a run that
+// keeps some has the others taken off its list), and the blobs no
+// remaining journal names: on SQLite the files in STATE/blobs (removed
+// once the transaction is committed: a crash in between leaves files
+// nothing names, never a journal naming a missing file), on PostgreSQL
+// their rows, and this host's cached copies. A zero Before is an error
+// matching ErrInvalid, as is an unknown purpose.
+//
+// A journal ingested before the store kept the blobs of each journal
+// (SQLite schema version 6) has its blobs listed from its records, and
+// recorded, the first time Prune runs.
+func (s *Store) Prune(ctx context.Context, f PruneFilter) (Pruned, error) {
+	if f.Before.IsZero() {
+		return Pruned{}, fmt.Errorf("unable to prune: %w: no time to prune before", ErrInvalid)
+	}
+	where, args, err := Filter{States: endedStates, Purposes: f.Purposes, Until: f.Before}.where(s.d)
+	if err != nil {
+		return Pruned{}, fmt.Errorf("unable to prune: %w", err)
+	}
+	s.blobMu.Lock()
+	defer s.blobMu.Unlock()
+	var (
+		out   Pruned
+		files []string // SQLite: the blob files to remove
+		local []string // PostgreSQL: the blobs to drop from this host's cache
+	)
+	_, pg := s.d.(postgresDialect)
+	err = s.writeTx(ctx, func(tx *tx) error {
+		out, files, local = Pruned{}, nil, nil
+		type victim struct {
+			n   int64
+			id  string
+			run string
+		}
+		var victims []victim
+		rows, err := tx.QueryContext(ctx, `SELECT a.n, a.id, a.run FROM attempts a WHERE `+where+` ORDER BY a.created, a.n`, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var v victim
+			var run *string
+			if err := rows.Scan(&v.n, &v.id, &run); err != nil {
+				rows.Close()
+				return err
+			}
+			if run != nil {
+				v.run = *run
+			}
+			victims = append(victims, v)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(victims) == 0 {
+			return nil
+		}
+		// A kept retry's signed statement names the attempt it retries
+		// (retry_of): an attempt goes only with its retry.
+		sub := `(SELECT a.n FROM attempts a WHERE ` + where + `)`
+		retriedBy := map[int64]int64{}
+		rows, err = tx.QueryContext(ctx, `SELECT r.retry_of, r.attempt FROM retries r WHERE r.retry_of IN `+sub, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var of, by int64
+			if err := rows.Scan(&of, &by); err != nil {
+				rows.Close()
+				return err
+			}
+			retriedBy[of] = by
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		gone := map[int64]bool{}
+		for _, v := range victims {
+			gone[v.n] = true
+		}
+		for changed := true; changed; {
+			changed = false
+			for of, by := range retriedBy {
+				if gone[of] && !gone[by] {
+					gone[of], changed = false, true
+				}
+			}
+		}
+		selected := victims
+		victims = nil
+		for _, v := range selected {
+			if gone[v.n] {
+				victims = append(victims, v)
+			} else {
+				out.KeptForRetries = append(out.KeptForRetries, v.id)
+			}
+		}
+		if len(victims) == 0 {
+			return nil
+		}
+		ns := make([]int64, len(victims))
+		for i, v := range victims {
+			ns[i] = v.n
+		}
+		if !pg {
+			if err := s.listLegacyBlobs(ctx, tx); err != nil {
+				return err
+			}
+		}
+		named := map[string]bool{}
+		err = inBatches(ns, func(in string, args []any) error {
+			for _, q := range []string{
+				`SELECT coalesce(sum(bytes), 0) FROM journals WHERE attempt IN ` + in,
+				`SELECT coalesce(sum(length(stdout) + length(stderr)), 0) FROM transcripts WHERE attempt IN ` + in,
+				`SELECT coalesce(sum(length(envelope)), 0) FROM signatures WHERE attempt IN ` + in,
+				`SELECT coalesce(sum(length(request)), 0) FROM requests WHERE attempt IN ` + in,
+			} {
+				var n int64
+				if err := tx.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+					return err
+				}
+				out.RecordBytes += n
+			}
+			rows, err := tx.QueryContext(ctx, `SELECT DISTINCT sha FROM journal_blobs WHERE attempt IN `+in, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var sha string
+				if err := rows.Scan(&sha); err != nil {
+					return err
+				}
+				named[sha] = true
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return err
+		}
+		shas := make([]string, 0, len(named))
+		for sha := range named {
+			shas = append(shas, sha)
+		}
+		slices.Sort(shas)
+		for _, v := range victims {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM journal_lines WHERE k BETWEEN ? AND ?`, lineKey(v.n, 0), lineKey(v.n, maxSeq)); err != nil {
+				return err
+			}
+		}
+		err = inBatches(ns, func(in string, args []any) error {
+			for _, q := range []string{
+				`DELETE FROM journal_blobs WHERE attempt IN ` + in,
+				`DELETE FROM journals WHERE attempt IN ` + in,
+				`DELETE FROM transcripts WHERE attempt IN ` + in,
+				`DELETE FROM signatures WHERE attempt IN ` + in,
+				`DELETE FROM requests WHERE attempt IN ` + in,
+				`DELETE FROM reviews WHERE attempt IN ` + in,
+				`DELETE FROM scored WHERE attempt IN ` + in,
+				`DELETE FROM scored WHERE root IN ` + in,
+				`DELETE FROM retries WHERE attempt IN ` + in,
+				`DELETE FROM retries WHERE retry_of IN ` + in,
+			} {
+				if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+					return translate(err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// The attempts last: the rows above refer to them.
+		err = inBatches(ns, func(in string, args []any) error {
+			_, err := tx.ExecContext(ctx, `DELETE FROM attempts WHERE n IN `+in, args...)
+			return translate(err)
+		})
+		if err != nil {
+			return err
+		}
+		var runs []runPrune
+		at := map[string]int{}
+		for _, v := range victims {
+			out.Attempts = append(out.Attempts, v.id)
+			if v.run == "" {
+				continue
+			}
+			i, ok := at[v.run]
+			if !ok {
+				i = len(runs)
+				at[v.run] = i
+				runs = append(runs, runPrune{run: v.run})
+			}
+			runs[i].gone = append(runs[i].gone, v.id)
+		}
+		if out.Runs, err = pruneRuns(ctx, tx, runs); err != nil {
+			return err
+		}
+		for _, sha := range shas {
+			var named int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM journal_blobs WHERE sha = ?`, sha).Scan(&named); err != nil {
+				return err
+			}
+			if named > 0 {
+				continue
+			}
+			if pg {
+				var size int64
+				err := tx.QueryRowContext(ctx, `SELECT size FROM blobs WHERE sha = ?`, sha).Scan(&size)
+				if err != nil {
+					return fmt.Errorf("blob %s: %w", sha, translate(err))
+				}
+				if _, err := tx.ExecContext(ctx, `DELETE FROM blob_chunks WHERE sha = ?`, sha); err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `DELETE FROM blobs WHERE sha = ?`, sha); err != nil {
+					return err
+				}
+				out.Blobs++
+				out.BlobBytes += size
+				local = append(local, sha)
+				continue
+			}
+			p, err := s.blobs.Path(sha)
+			if err != nil {
+				return err
+			}
+			st, err := os.Stat(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			out.Blobs++
+			out.BlobBytes += st.Size()
+			files = append(files, p)
+		}
+		if f.DryRun {
+			return errDryRun
+		}
+		return nil
+	})
+	if errors.Is(err, errDryRun) {
+		return out, nil
+	}
+	if err != nil {
+		return Pruned{}, fmt.Errorf("unable to prune: %w", err)
+	}
+	// Committed: the blobs no journal names can go.
+	var errs []error
+	for _, p := range files {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	for _, sha := range local {
+		if p, err := s.blobs.Path(sha); err == nil {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(out.Attempts) > 0 {
+		s.log.Info("attempts pruned", "attempts", len(out.Attempts), "runs", out.Runs, "blobs", out.Blobs,
+			"blob_bytes", out.BlobBytes, "record_bytes", out.RecordBytes)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return out, fmt.Errorf("pruned, but unable to remove blob files: %w", err)
+	}
+	return out, nil
+}
+
+// pruneBatch bounds the row numbers of one statement (SQLite takes
+// 32766 parameters, PostgreSQL 65535).
+const pruneBatch = 500
+
+// inBatches calls fn for each batch of at most pruneBatch of ns, with
+// "(?, ?, ...)" and the batch as arguments.
+func inBatches(ns []int64, fn func(in string, args []any) error) error {
+	for len(ns) > 0 {
+		b := ns[:min(len(ns), pruneBatch)]
+		ns = ns[len(b):]
+		args := make([]any, len(b))
+		for i, n := range b {
+			args[i] = n
+		}
+		if err := fn("("+strings.TrimSuffix(strings.Repeat("?, ", len(b)), ", ")+")", args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runPrune is a run some of whose attempts are pruned.
+type runPrune struct {
+	run  string
+	gone []string // the ids of its pruned attempts
+}
+
+// pruneRuns takes the pruned attempts off their runs' lists and
+// deletes the runs left with none. It returns how many it deleted.
+func pruneRuns(ctx context.Context, tx *tx, runs []runPrune) (int, error) {
+	deleted := 0
+	for _, r := range runs {
+		run, gone := r.run, r.gone
+		var ids []byte
+		if err := tx.QueryRowContext(ctx, `SELECT attempts FROM runs WHERE id = ?`, run).Scan(&ids); err != nil {
+			return 0, fmt.Errorf("run %s: %w", run, translate(err))
+		}
+		var list []string
+		if err := json.Unmarshal(ids, &list); err != nil {
+			return 0, fmt.Errorf("run %s: attempts: %w", run, err)
+		}
+		list = slices.DeleteFunc(list, func(id string) bool { return slices.Contains(gone, id) })
+		// Retries are on the run but not on its list: the run goes
+		// only when no attempt refers to it.
+		var left int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM attempts WHERE run = ?`, run).Scan(&left); err != nil {
+			return 0, err
+		}
+		if left == 0 {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id = ?`, run); err != nil {
+				return 0, err
+			}
+			deleted++
+			continue
+		}
+		b, err := json.Marshal(list)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET attempts = ? WHERE id = ?`, b, run); err != nil {
+			return 0, err
+		}
+	}
+	return deleted, nil
+}
+
+// listLegacyBlobs records the blobs of each SQLite journal that has
+// none recorded (one ingested before schema version 6): every hash its
+// records name, and for a mount or unmount record the files of the
+// manifest it names.
+func (s *Store) listLegacyBlobs(ctx context.Context, tx *tx) error {
+	var legacy []int64
+	rows, err := tx.QueryContext(ctx, `SELECT j.attempt FROM journals j WHERE NOT EXISTS (SELECT 1 FROM journal_blobs b WHERE b.attempt = j.attempt) ORDER BY j.attempt`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var an int64
+		if err := rows.Scan(&an); err != nil {
+			rows.Close()
+			return err
+		}
+		legacy = append(legacy, an)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, an := range legacy {
+		shas, err := s.journalBlobs(ctx, tx, an)
+		if err != nil {
+			return fmt.Errorf("unable to list the blobs of journal %d: %w", an, err)
+		}
+		if err := nameBlobs(ctx, tx, an, shas); err != nil {
+			return err
+		}
+	}
+	if len(legacy) > 0 {
+		s.log.Info("blobs of journals ingested before schema version 6 listed", "journals", len(legacy))
+	}
+	return nil
+}
+
+// journalBlobs returns the blobs the stored journal of attempt row an
+// names, sorted.
+func (s *Store) journalBlobs(ctx context.Context, tx *tx, an int64) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT line FROM journal_lines WHERE k BETWEEN ? AND ? ORDER BY k`,
+		lineKey(an, 1), lineKey(an, maxSeq))
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	for rows.Next() {
+		var line []byte
+		if err := rows.Scan(&line); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	rd := journal.NewReader(&buf)
+	for {
+		rec, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if rec.SHA256 == "" {
+			continue
+		}
+		seen[rec.SHA256] = true
+		if rec.Op != journal.OpMount && rec.Op != journal.OpUnmount {
+			continue
+		}
+		b, err := s.blobs.ReadAll(rec.SHA256)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // nothing to keep
+		}
+		if err != nil {
+			return nil, err
+		}
+		tree, err := journal.ParseManifest(b)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range tree {
+			if e.SHA256 != "" {
+				seen[e.SHA256] = true
+			}
+		}
+	}
+	shas := make([]string, 0, len(seen))
+	for sha := range seen {
+		shas = append(shas, sha)
+	}
+	slices.Sort(shas)
+	return shas, nil
+}
