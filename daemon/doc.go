@@ -32,7 +32,10 @@
 // (every task, agent, attempts, timeout, environment names, gateways),
 // then records the run and its attempts as queued and puts them on a FIFO
 // queue served by Config.Concurrency workers; attempts of one run may run
-// in parallel. A run has one task or several (RunRequest.Tasks, a batch):
+// in parallel. With the store on PostgreSQL the queue is River's instead,
+// shared by every benchd on the database (a fleet: see fleet.go's
+// comment on type fleet for how an attempt is scored exactly once and
+// what happens when a host dies). A run has one task or several (RunRequest.Tasks, a batch):
 // its attempts are queued task by task, each with its task's request,
 // and the unknown tasks of a request are refused together (not found),
 // naming them and the known ones, with nothing queued. A request is

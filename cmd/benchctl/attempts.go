@@ -104,6 +104,9 @@ func showAttempt(w io.Writer, a apitype.Attempt) {
 		state += ", " + a.Phase
 	}
 	p("state", "%s", state)
+	if a.Host != "" {
+		p("host", "%s (host key %s)", a.Host, shortSHA(a.HostKeyID))
+	}
 	switch {
 	case a.Unresolved():
 		p("verdict", "%s (left to review: neither passed nor failed; benchctl review %s --pass|--fail --why TEXT decides it)", verdict(a), a.ID)

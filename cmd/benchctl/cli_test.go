@@ -462,13 +462,14 @@ func TestVerdictTable(t *testing.T) {
 
 func TestShow(t *testing.T) {
 	fx := newFixture(t)
+	fx.attempt.Host, fx.attempt.HostKeyID = "host-a", strings.Repeat("ab", 32)
 	d := newFakeDaemon(t, fx)
 	code, stdout, _ := runCLI(t, d.Socket, nil, false, "show", "a-1")
 	if code != exitOK {
 		t.Fatalf("got exit %d, want 0", code)
 	}
 	for _, w := range []string{"verdict       pass (reward 1)", "exit status   0", "wall time     2.0s", "peak memory   48.0 MiB",
-		"oom killed    no", "tcp 93.184.216.34:443", "API_KEY (values not kept)", "  sha256      eeee", "  version     agent 1.2",
+		"oom killed    no", "host          host-a (host key abababababab)", "tcp 93.184.216.34:443", "API_KEY (values not kept)", "  sha256      eeee", "  version     agent 1.2",
 		"modified src/counter.py", "added src/new.py", "2 connection attempts",
 		"tcp 169.254.169.254:80 at ", "(refused: the host's neighbourhood)", "limits        10m00s wall, 1.0 GiB memory, 1.5 CPUs"} {
 		if !strings.Contains(stdout, w) {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -222,6 +223,17 @@ func TestFleetKill(t *testing.T) {
 	// takes nothing back, and cancels asked of it reach host-b.
 	a2 := startDaemon(t, a.dir, "--database", url, "--host", "host-a", "--concurrency", "1", "--retries", "0")
 	restarted = true
+	// Its start-up recovery sealed and stored the given-up attempt's
+	// journal, edit included: nothing of it is lost.
+	jr, err := a2.client.Journal(ctx, victim.ID)
+	if err != nil {
+		t.Fatalf("journal of the given-up attempt after its host restarted: %v", err)
+	}
+	jb, err := io.ReadAll(jr)
+	jr.Close()
+	if err != nil || !strings.Contains(string(jb), `"op":"interrupted"`) || !strings.Contains(string(jb), "src/counter.py") {
+		t.Errorf("journal of the given-up attempt: %v\n%s", err, jb)
+	}
 	defer a2.stopBounded(t)
 	run2, err := a2.client.CreateRun(ctx, apitype.RunRequest{Task: "rt-01", Agent: sleeper, Attempts: 2})
 	if err != nil {

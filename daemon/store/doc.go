@@ -241,6 +241,22 @@
 // journal's lines and their count) is a REPEATABLE READ transaction.
 // The price is that writes do not run in parallel across the fleet,
 // which is where SQLite is today; a narrower lock is for a later step.
+// Hosts. Many benchd hosts may share one PostgreSQL database (a fleet).
+// An attempt records the host that runs it (host, a column beside the
+// JSON's Host and HostKeyID) and that host's last heartbeat (seen);
+// StartAttempt takes a queued attempt only while it is queued, and
+// UpdateRunning and Finish write a running one only while it runs on
+// that host, so a host another gave the attempt up for (Rescue: its
+// heartbeat stopped) records nothing of it. Finish writes the journal,
+// its blobs, the attempt and what the caller adds (River's job
+// completion) in one transaction. scored(root, attempt) is the rule that
+// an attempt is scored at most once: its key is the first attempt of a
+// retry chain, and every write that makes an attempt done inserts its
+// row, so a second done attempt of the chain is refused (ErrConflict)
+// by the database. Cancels asked from another host are a flag
+// (cancel_requested) the running host reads at its heartbeat. The same
+// columns exist on SQLite, where one host is the only one.
+//
 // PostgreSQL's durability is the server's (synchronous_commit, fsync):
 // benchd commits as it does on SQLite and relies on the server's
 // defaults, which are durable.
