@@ -249,8 +249,12 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 		if err != nil {
 			return apitype.Run{}, err
 		}
-		if err := writeSpec(s.cfg.StateDir, id, st.spec); err != nil {
-			return apitype.Run{}, err
+		// On a fleet the request is the store's alone (any host may
+		// run the attempt); the local queue keeps a copy for its restart.
+		if s.fleet == nil {
+			if err := writeSpec(s.cfg.StateDir, id, st.spec); err != nil {
+				return apitype.Run{}, err
+			}
 		}
 		a := apitype.Attempt{
 			ID: id, Run: run.ID, Task: st.task.ID, Agent: st.identity,
@@ -524,7 +528,11 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 		if final.State == apitype.StateDone {
 			s.metrics.graded(out.Phases)
 		}
-		if final.State == apitype.StateInfraError && !errors.Is(cause, errShutdown) && !errors.Is(cause, errUserCanceled) {
+		// An attempt cut short by this host's shutdown is retried only
+		// on a fleet, where another host takes the retry (unless its
+		// --env values, in this host's memory only, go with it).
+		handBack := s.fleet != nil && len(la.env) == 0
+		if final.State == apitype.StateInfraError && (!errors.Is(cause, errShutdown) || handBack) && !errors.Is(cause, errUserCanceled) {
 			s.retryAuto(bg, log, final, la)
 			if a, err := s.store.GetAttempt(bg, la.id); err == nil {
 				final = a // with retried_by

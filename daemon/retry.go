@@ -77,8 +77,10 @@ func (s *server) retry(ctx context.Context, a apitype.Attempt, spec queuedSpec, 
 		State: apitype.StateQueued, Reasons: []apitype.Reason{}, Changeset: []apitype.Change{},
 		ExitCode: -1, Created: time.Now().UTC(),
 	}
-	if err := writeSpec(s.cfg.StateDir, b.ID, spec); err != nil {
-		return apitype.Attempt{}, err
+	if s.fleet == nil {
+		if err := writeSpec(s.cfg.StateDir, b.ID, spec); err != nil {
+			return apitype.Attempt{}, err
+		}
 	}
 	if err := s.store.CreateRetry(ctx, b, a.ID, request); err != nil {
 		os.Remove(specPath(s.cfg.StateDir, b.ID))

@@ -267,3 +267,56 @@ func TestFleetKill(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetStopHandsBack: SIGTERM of the host running an attempt (no
+// drain) ends the attempt as an infra error of that host's shutdown, and
+// on a fleet its retry goes to another host, which scores it.
+func TestFleetStopHandsBack(t *testing.T) {
+	require(t)
+	url := pgtest.Database(t)
+	hosts := map[string]*daemonProc{
+		"host-a": startHost(t, url, "host-a", "--retries", "1"),
+		"host-b": startHost(t, url, "host-b", "--retries", "1"),
+	}
+	ctx := context.Background()
+	const sleeper = `sh -c 'i=0; while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done'`
+	run, err := hosts["host-a"].client.CreateRun(ctx, apitype.RunRequest{Task: "rt-01", Agent: sleeper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first apitype.Attempt
+	deadline := time.Now().Add(2 * time.Minute)
+	for first.ID == "" {
+		for _, x := range runAttempts(t, hosts["host-a"].client, []string{run.ID}) {
+			if x.State == apitype.StateRunning && x.Phase == apitype.PhaseRun {
+				first = x
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the attempt did not start within 2 minutes")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	other := "host-a"
+	if first.Host == "host-a" {
+		other = "host-b"
+	}
+	hosts[first.Host].stopBounded(t)
+	all := awaitRuns(t, hosts[other].client, []string{run.ID}, 3*time.Minute)
+	if len(all) != 2 {
+		t.Fatalf("got %d attempts, want the first and its retry: %+v", len(all), all)
+	}
+	for _, x := range all {
+		switch x.ID {
+		case first.ID:
+			if x.State != apitype.StateInfraError || !strings.Contains(x.InfraError, "shut down") || x.RetriedBy == "" {
+				t.Errorf("the stopped host's attempt: state %s, infra_error %q, retried_by %q; want a retried infra error of the shutdown",
+					x.State, x.InfraError, x.RetriedBy)
+			}
+		default:
+			if x.State != apitype.StateDone || x.Host != other || x.RetryOf != first.ID {
+				t.Errorf("the retry: state %s on %q, retry_of %q; want done on %s, retrying %s", x.State, x.Host, x.RetryOf, other, first.ID)
+			}
+		}
+	}
+}
