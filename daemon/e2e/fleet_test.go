@@ -320,3 +320,26 @@ func TestFleetStopHandsBack(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetEnvStaysHome: attempts given --env values run on the host
+// they were submitted to, the only one that holds the values, and the
+// values reach the agent.
+func TestFleetEnvStaysHome(t *testing.T) {
+	require(t)
+	url := pgtest.Database(t)
+	startHost(t, url, "host-a")
+	b := startHost(t, url, "host-b")
+	ctx := context.Background()
+	// The agent fails (exit 3) unless it sees the value.
+	const agent = `sh -c 'test "$BENCH_SECRET" = s3cret-value || exit 3'`
+	run, err := b.client.CreateRun(ctx, apitype.RunRequest{Task: "rt-01", Agent: agent, Attempts: 4,
+		Env: []apitype.EnvVar{{Name: "BENCH_SECRET", Value: "s3cret-value"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range awaitRuns(t, b.client, []string{run.ID}, 5*time.Minute) {
+		if x.Host != "host-b" || x.State != apitype.StateDone || x.ExitCode != 0 {
+			t.Errorf("attempt %s: host %q, state %s, exit %d; want done on host-b with exit 0", x.ID, x.Host, x.State, x.ExitCode)
+		}
+	}
+}
