@@ -46,10 +46,10 @@ func (c *CLI) cmdList(ctx context.Context, args []string) int {
 		return exitOK
 	}
 	tw := newTable(c.Stdout)
-	fmt.Fprintln(tw, "ATTEMPT\tRUN\tTASK\tAGENT\tPURPOSE\tSTATE\tVERDICT\tWALL\tCREATED")
+	fmt.Fprintln(tw, "ATTEMPT\tRUN\tTASK\tAGENT\tPURPOSE\tSTATE\tHOST\tVERDICT\tWALL\tCREATED")
 	for _, a := range as {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Run, a.Task, oneLine(a.Agent.Spec, 30),
-			purposeText(a), a.State, verdict(a), wallTime(a), formatTime(&a.Created))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Run, a.Task, oneLine(a.Agent.Spec, 30),
+			purposeText(a), a.State, orDash(a.Host), verdict(a), wallTime(a), formatTime(&a.Created))
 	}
 	tw.Flush()
 	return exitOK

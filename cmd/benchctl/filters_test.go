@@ -279,7 +279,7 @@ func TestListPurposeColumn(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("got exit %d, stderr %q", code, stderr)
 	}
-	for _, w := range []string{`(?m)^ATTEMPT\s+RUN\s+TASK\s+AGENT\s+PURPOSE\s+STATE`, `(?m)^a-002\s+rt-01\s+builtin:attempt:x\s+check\s+done`, `(?m)^a-001\s+rt-01\s+old\s+run\s+done`} {
+	for _, w := range []string{`(?m)^ATTEMPT\s+RUN\s+TASK\s+AGENT\s+PURPOSE\s+STATE\s+HOST\s+VERDICT`, `(?m)^a-002\s+rt-01\s+builtin:attempt:x\s+check\s+done\s+-\s+`, `(?m)^a-001\s+rt-01\s+old\s+run\s+done`} {
 		if !regexp.MustCompile(w).MatchString(stdout) {
 			t.Errorf("got stdout\n%s\nwant a line matching %s", stdout, w)
 		}
