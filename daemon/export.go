@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
 	"time"
 
 	"benchd.dev/client/apitype"
@@ -51,41 +50,6 @@ func (s *server) storedJournal(ctx context.Context, id string) ([]byte, []journa
 	return buf.Bytes(), recs, nil
 }
 
-// referencedBlobs lists, sorted, every blob the journal names: contents
-// of released files, and the initial and final manifests with every file
-// they list.
-func referencedBlobs(recs []journal.Record, blobs *journal.Blobs) ([]string, error) {
-	set := map[string]bool{}
-	for _, r := range recs {
-		if r.SHA256 == "" {
-			continue
-		}
-		set[r.SHA256] = true
-		if r.Op != journal.OpMount && r.Op != journal.OpUnmount {
-			continue
-		}
-		b, err := blobs.ReadAll(r.SHA256)
-		if err != nil {
-			return nil, fmt.Errorf("manifest of record %d: %w", r.Seq, err)
-		}
-		tree, err := journal.ParseManifest(b)
-		if err != nil {
-			return nil, fmt.Errorf("manifest of record %d: %w", r.Seq, err)
-		}
-		for _, e := range tree {
-			if e.SHA256 != "" {
-				set[e.SHA256] = true
-			}
-		}
-	}
-	out := make([]string, 0, len(set))
-	for sha := range set {
-		out = append(out, sha)
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
 // handleExport writes the attempt's archive (apitype.ExportLayout).
 // Everything that can fail is read before the first byte is sent.
 func (s *server) handleExport(w http.ResponseWriter, r *http.Request) error {
@@ -104,7 +68,7 @@ func (s *server) handleExport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	shas, err := referencedBlobs(recs, blobs)
+	shas, err := journal.NamedBlobs(recs, blobs.ReadAll)
 	if err != nil {
 		return fmt.Errorf("attempt %s: %w", a.ID, err)
 	}

@@ -452,7 +452,7 @@ func (s *Store) journalBlobs(ctx context.Context, tx *tx, an int64) ([]string, e
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
+	var recs []journal.Record
 	rd := journal.NewReader(&buf)
 	for {
 		rec, err := rd.Next()
@@ -462,34 +462,14 @@ func (s *Store) journalBlobs(ctx context.Context, tx *tx, an int64) ([]string, e
 		if err != nil {
 			return nil, err
 		}
-		if rec.SHA256 == "" {
-			continue
-		}
-		seen[rec.SHA256] = true
-		if rec.Op != journal.OpMount && rec.Op != journal.OpUnmount {
-			continue
-		}
-		b, err := s.blobs.ReadAll(rec.SHA256)
+		recs = append(recs, rec)
+	}
+	// A manifest blob that is gone names nothing more to keep.
+	return journal.NamedBlobs(recs, func(sha string) ([]byte, error) {
+		b, err := s.blobs.ReadAll(sha)
 		if errors.Is(err, fs.ErrNotExist) {
-			continue // nothing to keep
+			return nil, nil
 		}
-		if err != nil {
-			return nil, err
-		}
-		tree, err := journal.ParseManifest(b)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range tree {
-			if e.SHA256 != "" {
-				seen[e.SHA256] = true
-			}
-		}
-	}
-	shas := make([]string, 0, len(seen))
-	for sha := range seen {
-		shas = append(shas, sha)
-	}
-	slices.Sort(shas)
-	return shas, nil
+		return b, err
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -141,4 +142,44 @@ func loadManifest(blobs *Blobs, sha string) (Tree, error) {
 		return nil, err
 	}
 	return ParseManifest(b)
+}
+
+// NamedBlobs lists, sorted, every blob the records name: the contents
+// of released files and truncations, and the tree manifests of mount
+// and unmount with every file they list. manifest returns a manifest
+// blob's bytes; nil bytes with a nil error leave it out (a caller for
+// whom a missing manifest names nothing more).
+func NamedBlobs(recs []Record, manifest func(sha string) ([]byte, error)) ([]string, error) {
+	set := map[string]bool{}
+	for _, r := range recs {
+		if r.SHA256 == "" {
+			continue
+		}
+		set[r.SHA256] = true
+		if r.Op != OpMount && r.Op != OpUnmount {
+			continue
+		}
+		b, err := manifest(r.SHA256)
+		if err != nil {
+			return nil, fmt.Errorf("manifest of record %d: %w", r.Seq, err)
+		}
+		if b == nil {
+			continue
+		}
+		tree, err := ParseManifest(b)
+		if err != nil {
+			return nil, fmt.Errorf("manifest of record %d: %w", r.Seq, err)
+		}
+		for _, e := range tree {
+			if e.SHA256 != "" {
+				set[e.SHA256] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for sha := range set {
+		out = append(out, sha)
+	}
+	slices.Sort(out)
+	return out, nil
 }

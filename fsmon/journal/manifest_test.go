@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -140,5 +141,39 @@ func TestSnapshotTree(t *testing.T) {
 	}
 	if back, err := ParseManifest(m); err != nil || !reflect.DeepEqual(back, got) {
 		t.Errorf("stored manifest: got %v, %v; want %v", back, err, got)
+	}
+}
+
+// TestNamedBlobs: the blobs a journal names are its records' contents
+// and its manifests with the files they list; a manifest the caller
+// cannot give names only itself, and a broken one is an error.
+func TestNamedBlobs(t *testing.T) {
+	a, b, c := HashBytes([]byte("a")), HashBytes([]byte("b")), HashBytes([]byte("c"))
+	start := Tree{"x": {Path: "x", Type: "file", Mode: 0o644, Size: 1, SHA256: a}}
+	end := Tree{"x": {Path: "x", Type: "file", Mode: 0o644, Size: 1, SHA256: b}, "d": {Path: "d", Type: "dir", Mode: 0o755}}
+	manifests := map[string][]byte{start.ManifestHash(): start.Manifest(), end.ManifestHash(): end.Manifest(), c: []byte("not a manifest")}
+	recs := []Record{
+		{Seq: 1, Op: OpMount, SHA256: start.ManifestHash()},
+		{Seq: 2, Op: OpWrite, Path: "x"},
+		{Seq: 3, Op: OpRelease, Path: "x", SHA256: b},
+		{Seq: 4, Op: OpUnmount, SHA256: end.ManifestHash()},
+	}
+	given := func(sha string) ([]byte, error) { return manifests[sha], nil }
+	got, err := NamedBlobs(recs, given)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{a, b, start.ManifestHash(), end.ManifestHash()}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	missing := func(sha string) ([]byte, error) { return nil, nil }
+	got, err = NamedBlobs(recs[:1], missing)
+	if err != nil || !slices.Equal(got, []string{start.ManifestHash()}) {
+		t.Errorf("missing manifest: got %v, %v; want only the manifest itself", got, err)
+	}
+	if _, err := NamedBlobs([]Record{{Seq: 1, Op: OpMount, SHA256: c}}, given); err == nil {
+		t.Errorf("a broken manifest: got no error")
 	}
 }
