@@ -251,18 +251,7 @@ func insertAttempt(ctx context.Context, tx *tx, a apitype.Attempt, row attemptRo
 // Finish): a second done attempt of one retry chain is an error matching
 // ErrConflict.
 func (s *Store) UpdateAttempt(ctx context.Context, a apitype.Attempt) error {
-	a.Purpose = ""
-	row, err := toRow(a)
-	if err != nil {
-		return fmt.Errorf("unable to update attempt %s: %w", a.ID, err)
-	}
-	err = s.writeTx(ctx, func(tx *tx) error {
-		return updateAttempt(ctx, tx, a, row, "", "")
-	})
-	if err != nil {
-		return fmt.Errorf("unable to update attempt %s: %w", a.ID, err)
-	}
-	return nil
+	return s.updateIf(ctx, a, "", "")
 }
 
 // GetAttempt returns attempt id, or an error matching ErrNotFound.

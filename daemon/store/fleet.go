@@ -125,29 +125,25 @@ func (s *Store) StartAttempt(ctx context.Context, a apitype.Attempt) error {
 // running on host a.Host: an attempt another host gave up for it (see
 // Rescue) is an error matching ErrConflict.
 func (s *Store) UpdateRunning(ctx context.Context, a apitype.Attempt) error {
-	row, err := toRow(a)
-	if err != nil {
-		return fmt.Errorf("unable to update attempt %s: %w", a.ID, err)
-	}
-	err = s.writeTx(ctx, func(tx *tx) error {
-		return updateAttempt(ctx, tx, a, row, apitype.StateRunning, a.Host)
-	})
-	if err != nil {
-		return fmt.Errorf("unable to update attempt %s: %w", a.ID, err)
-	}
-	return nil
+	return s.updateIf(ctx, a, apitype.StateRunning, a.Host)
 }
 
 // UpdateQueued replaces queued attempt a (to end it unrun: canceled or
 // infra_error), only while it is still queued: one a host took
 // meanwhile is an error matching ErrConflict.
 func (s *Store) UpdateQueued(ctx context.Context, a apitype.Attempt) error {
+	return s.updateIf(ctx, a, apitype.StateQueued, "")
+}
+
+// updateIf is updateAttempt in a write transaction of its own.
+func (s *Store) updateIf(ctx context.Context, a apitype.Attempt, from, host string) error {
+	a.Purpose = "" // as UpdateAttempt: kept as created
 	row, err := toRow(a)
 	if err != nil {
 		return fmt.Errorf("unable to update attempt %s: %w", a.ID, err)
 	}
 	err = s.writeTx(ctx, func(tx *tx) error {
-		return updateAttempt(ctx, tx, a, row, apitype.StateQueued, "")
+		return updateAttempt(ctx, tx, a, row, from, host)
 	})
 	if err != nil {
 		return fmt.Errorf("unable to update attempt %s: %w", a.ID, err)
