@@ -253,11 +253,7 @@ func TestMigrateScoresDone(t *testing.T) {
 	for i, st := range []string{apitype.StateDone, apitype.StateInfraError, apitype.StateDone} {
 		a := fullAttempt("m" + string(rune('0'+i)))
 		a.Run, a.State = "", st
-		row, err := toRow(a)
-		must(t, err)
-		_, err = db.ExecContext(ctx, `INSERT INTO attempts (`+attemptColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-			a.ID, row.run, a.Task, a.State, row.created, row.data)
-		must(t, err)
+		insertOld(t, db, a)
 	}
 	must(t, db.Close())
 	s, err := Open(ctx, Config{Dir: dir})

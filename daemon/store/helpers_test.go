@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -161,4 +162,18 @@ func stepIndex(t testing.TB, steps []migration, name string) int {
 	}
 	t.Fatalf("no migration step %q", name)
 	return 0
+}
+
+// insertOld inserts attempt a into db as schema version 1 stored it
+// (the columns every version has), for migration tests; db is a
+// *sql.DB or the store's db, which rebinds placeholders.
+func insertOld(t testing.TB, db interface {
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+}, a apitype.Attempt) {
+	t.Helper()
+	row, err := toRow(a)
+	must(t, err)
+	_, err = db.ExecContext(context.Background(), `INSERT INTO attempts (`+attemptColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		a.ID, row.run, a.Task, a.State, row.created, row.data)
+	must(t, err)
 }

@@ -44,11 +44,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	// Rows as version 1 stored them.
 	a := fullAttempt("a1")
 	a.Run = ""
-	row, err := toRow(a)
-	must(t, err)
-	_, err = db.ExecContext(ctx, `INSERT INTO attempts (`+attemptColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-		a.ID, row.run, a.Task, a.State, row.created, row.data)
-	must(t, err)
+	insertOld(t, db, a)
 	var n int
 	must(t, db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = 'journal_lines'`).Scan(&n))
 	if n != 0 {
@@ -153,11 +149,7 @@ func TestMigrateSignatures(t *testing.T) {
 	}
 	a := fullAttempt("a1")
 	a.Run = ""
-	row, err := toRow(a)
-	must(t, err)
-	_, err = db.ExecContext(ctx, `INSERT INTO attempts (`+attemptColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-		a.ID, row.run, a.Task, a.State, row.created, row.data)
-	must(t, err)
+	insertOld(t, db, a)
 	must(t, db.Close())
 
 	s, err := Open(ctx, Config{Dir: dir})

@@ -168,11 +168,7 @@ func TestMigratePurposes(t *testing.T) {
 			for id, spec := range map[string]string{"plain": "python3 agent.py", "ref": "builtin:reference", "known": "builtin:attempt:off-by-one"} {
 				a := fullAttempt(id)
 				a.Run, a.Agent.Spec = "", spec
-				row, err := toRow(a)
-				must(t, err)
-				_, err = db.ExecContext(ctx, `INSERT INTO attempts (`+attemptColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-					a.ID, row.run, a.Task, a.State, row.created, row.data)
-				must(t, err)
+				insertOld(t, db, a)
 			}
 			must(t, raw.Close())
 			s, err := Open(ctx, cfg)

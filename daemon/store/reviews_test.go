@@ -189,11 +189,7 @@ func TestMigrateReviews(t *testing.T) {
 	a := fullAttempt("a1")
 	a.Run, a.Outcome = "", apitype.OutcomeReview
 	a.Reasons = []apitype.Reason{{Code: "needs_review", Message: "x"}}
-	row, err := toRow(a)
-	must(t, err)
-	_, err = db.ExecContext(ctx, `INSERT INTO attempts (`+attemptColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-		a.ID, row.run, a.Task, a.State, row.created, row.data)
-	must(t, err)
+	insertOld(t, db, a)
 	must(t, db.Close())
 
 	s, err := Open(ctx, Config{Dir: dir})
