@@ -98,7 +98,7 @@ func newHTMLSeries(c SeriesCard) htmlSeries {
 	}
 	for i, a := range PlotOrder(c.Agents) {
 		y := plotTop + i*plotRowH + 18
-		row := htmlPlotRow{Y: y, LabelY: y - 9, BoxY: y - 5, CapTop: y - 5, CapBottom: y + 5, TickTop: y - 9, TickBot: y + 9, Agent: a.Agent}
+		row := htmlPlotRow{Y: y, LabelY: y - 9, BoxY: y - 5, CapTop: y - 5, CapBottom: y + 5, TickTop: y - 13, TickBot: y + 13, Agent: a.Agent}
 		text := a.Agent
 		if a.Rate != nil {
 			row.HasRate, row.X, row.Rate = true, xOf(*a.Rate), fmt.Sprintf("%.0f%%", *a.Rate*100)
@@ -207,17 +207,17 @@ grading rules: {{.Card.Series.RulesVersion}}{{if .Card.LeftOut}}; {{.Card.LeftOu
 <text x="{{.X}}" y="{{$s.Plot.AxisY}}" dy="16" text-anchor="middle" fill="#555">{{.Label}}</text>
 {{end}}{{range .Plot.Rows}}<g class="agent-row"><title>{{.Text}}</title>
 <text x="10" y="{{.LabelY}}" fill="#1b1b1b">{{.Agent}}{{if .HasRate}} ({{.Rate}}){{end}}</text>
-{{if .HasBoot}}{{if .Collapsed}}<line class="bootstrap collapsed" x1="{{.BLo}}" y1="{{.TickTop}}" x2="{{.BLo}}" y2="{{.TickBot}}" stroke="#1f4e8c" stroke-width="3"/>{{else}}<rect class="bootstrap" x="{{.BLo}}" y="{{.BoxY}}" width="{{.BW}}" height="10" fill="#1f4e8c" opacity="0.3"/>{{end}}{{end}}
+{{if .HasBoot}}{{if .Collapsed}}<line class="bootstrap collapsed" x1="{{.BLo}}" y1="{{.TickTop}}" x2="{{.BLo}}" y2="{{.TickBot}}" stroke="#c05a00" stroke-width="3"/>{{else}}<rect class="bootstrap" x="{{.BLo}}" y="{{.BoxY}}" width="{{.BW}}" height="10" fill="#1f4e8c" opacity="0.3"/>{{end}}{{end}}
 {{if .HasIv}}<g class="interval" stroke="#5b7fae" stroke-width="2"><line x1="{{.ILo}}" y1="{{.Y}}" x2="{{.IHi}}" y2="{{.Y}}"/><line x1="{{.ILo}}" y1="{{.CapTop}}" x2="{{.ILo}}" y2="{{.CapBottom}}"/><line x1="{{.IHi}}" y1="{{.CapTop}}" x2="{{.IHi}}" y2="{{.CapBottom}}"/></g>{{end}}
 {{if .HasRate}}<circle class="rate" cx="{{.X}}" cy="{{.Y}}" r="5" fill="#1f4e8c" stroke="#fff" stroke-width="1.5"/>{{end}}
 </g>
 {{end}}<line class="axis" x1="{{xof 0}}" y1="{{.Plot.AxisY}}" x2="{{xof 1}}" y2="{{.Plot.AxisY}}" stroke="#555"/>
 <text class="axis-title" x="{{.Plot.MidX}}" y="{{.Plot.TitleY}}" text-anchor="middle" fill="#555">completion rate, mean of per-task rates (0–100%)</text>
 </svg>
-<p class="note">Dot: rate (mean of per-task rates). Thin line with caps: 95% interval. Shaded bar: bootstrap interval over tasks and attempts; a tick where it collapses to a point. Agents of one task set are drawn together, by name.</p>
+<p class="note">Dot: rate (mean of per-task rates). Thin line with caps: 95% interval. Shaded bar: bootstrap interval over tasks and attempts; an orange tick where it collapses to a point. Agents of one task set are drawn together, by name.</p>
 <table class="rates">
 <tr><th>agent</th><th>task set</th><th>tasks</th><th>passed</th><th>scored</th><th>rate</th><th>95% interval</th><th>bootstrap 95% (tasks, attempts)</th><th>Wilson 95% (tasks)</th><th>not scored</th></tr>
-{{range .Card.Agents}}<tr><td>{{.Agent}}</td><td>{{.TaskSet}}</td><td class="num">{{.Tasks}}</td><td class="num">{{.Passes}}</td><td class="num">{{.Scored}}</td><td class="num">{{rate .Rate}}</td><td class="iv">{{pct .Interval}}</td><td class="iv">{{pct .Bootstrap}}</td><td class="iv">{{pct .TaskWilson}}</td><td>{{if .InfraErrors}}{{.InfraErrors}} infra error(s) {{end}}{{if .Canceled}}{{.Canceled}} canceled {{end}}{{if .Unresolved}}{{.Unresolved}} unresolved (left to review){{end}}{{if .Note}} <span class="note">{{.Note}}</span>{{end}}</td></tr>
+{{range .Card.Agents}}<tr><td>{{.Agent}}</td><td class="iv">{{.TaskSet}}</td><td class="num">{{.Tasks}}</td><td class="num">{{.Passes}}</td><td class="num">{{.Scored}}</td><td class="num">{{rate .Rate}}</td><td class="iv">{{pct .Interval}}</td><td class="iv">{{pct .Bootstrap}}</td><td class="iv">{{pct .TaskWilson}}</td><td>{{if .InfraErrors}}{{.InfraErrors}} infra error(s) {{end}}{{if .Canceled}}{{.Canceled}} canceled {{end}}{{if .Unresolved}}{{.Unresolved}} unresolved (left to review){{end}}{{if .Note}} <span class="note">{{.Note}}</span>{{end}}</td></tr>
 {{end}}</table>
 <h3>Separation</h3>
 <ul class="sep">{{range .Card.Separation}}<li class="{{if .Separated}}separated{{else}}inseparable{{end}}">{{.Sentence}}</li>{{end}}{{range .Card.NotCompared}}<li class="not-compared">{{.}}</li>{{end}}{{if not (or .Card.Separation .Card.NotCompared)}}<li>one agent or none: nothing to compare</li>{{end}}</ul>
