@@ -149,7 +149,8 @@
 // are separated only when their intervals do not overlap; otherwise the
 // scorecard says they cannot be separated and lists them by name, not by
 // rate. An agent with fewer than two tasks has no bootstrap interval and
-// is separated from no one.
+// is separated from no one. SeparationLines writes the pairs in at most
+// one line per agent.
 //
 // # Plots
 //

@@ -32,10 +32,11 @@ type htmlPage struct {
 }
 
 type htmlSeries struct {
-	Card     SeriesCard
-	Dates    string
-	Plot     htmlPlot
-	Attempts []htmlAttempt
+	Card       SeriesCard
+	Dates      string
+	Plot       htmlPlot
+	Separation []string // SeparationLines
+	Attempts   []htmlAttempt
 }
 
 type htmlAttempt struct {
@@ -88,7 +89,7 @@ type htmlPlotRow struct {
 func xOf(r float64) float64 { return plotLeft + r*(plotRight-plotLeft) }
 
 func newHTMLSeries(c SeriesCard) htmlSeries {
-	hs := htmlSeries{Card: c, Dates: "no attempts"}
+	hs := htmlSeries{Card: c, Dates: "no attempts", Separation: SeparationLines(c.Separation, len(c.Agents))}
 	if c.First != nil {
 		hs.Dates = fmt.Sprintf("%s to %s", c.First.UTC().Format("2006-01-02 15:04"), c.Last.UTC().Format("2006-01-02 15:04 MST"))
 	}
@@ -220,7 +221,7 @@ grading rules: {{.Card.Series.RulesVersion}}{{if .Card.LeftOut}}; {{.Card.LeftOu
 {{range .Card.Agents}}<tr><td>{{.Agent}}</td><td class="iv">{{.TaskSet}}</td><td class="num">{{.Tasks}}</td><td class="num">{{.Passes}}</td><td class="num">{{.Scored}}</td><td class="num">{{rate .Rate}}</td><td class="iv">{{pct .Interval}}</td><td class="iv">{{pct .Bootstrap}}</td><td class="iv">{{pct .TaskWilson}}</td><td>{{if .InfraErrors}}{{.InfraErrors}} infra error(s) {{end}}{{if .Canceled}}{{.Canceled}} canceled {{end}}{{if .Unresolved}}{{.Unresolved}} unresolved (left to review){{end}}{{if .Note}} <span class="note">{{.Note}}</span>{{end}}</td></tr>
 {{end}}</table>
 <h3>Separation</h3>
-<ul class="sep">{{range .Card.Separation}}<li class="{{if .Separated}}separated{{else}}inseparable{{end}}">{{.Sentence}}</li>{{end}}{{range .Card.NotCompared}}<li class="not-compared">{{.}}</li>{{end}}{{if not (or .Card.Separation .Card.NotCompared)}}<li>one agent or none: nothing to compare</li>{{end}}</ul>
+<ul class="sep">{{range .Separation}}<li class="separation">{{.}}</li>{{end}}{{range .Card.NotCompared}}<li class="not-compared">{{.}}</li>{{end}}{{if not (or .Card.Separation .Card.NotCompared)}}<li>one agent or none: nothing to compare</li>{{end}}</ul>
 <h3>Per task: rates and what happened</h3>
 <table class="tasks">
 <tr><th>task</th><th>agent</th><th>rate</th><th>attempts, oldest first</th></tr>

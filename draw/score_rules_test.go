@@ -314,3 +314,39 @@ func TestIntervalReproducible(t *testing.T) {
 		t.Logf("seed 7 gives the same bootstrap %v", other.Bootstrap)
 	}
 }
+
+// TestSeparationLines: many agents of one task set take one line each,
+// not one per pair, and every pair is still said once.
+func TestSeparationLines(t *testing.T) {
+	var agents []AgentScore
+	for i := range 44 {
+		lo := float64(i%4) * 0.25 // four bands: agents of one band overlap
+		agents = append(agents, AgentScore{Agent: fmt.Sprintf("a%02d", i), TaskSet: "rt-01..rt-06", Separation: &Interval{lo, lo + 0.2}})
+	}
+	pairs := Separate(agents)
+	if len(pairs) != 44*43/2 {
+		t.Fatalf("got %d pairs, want %d", len(pairs), 44*43/2)
+	}
+	lines := SeparationLines(pairs, len(agents))
+	if len(lines) > len(agents) {
+		t.Errorf("got %d lines for %d agents, want at most one per agent", len(lines), len(agents))
+	}
+	if got, want := lines[0], "a00: completes less than a01, a02, a03"; !strings.HasPrefix(got, want) {
+		t.Errorf("got %q, want it to start %q", got, want)
+	}
+	named := 0
+	for _, l := range lines {
+		_, rest, _ := strings.Cut(l, ": ")
+		named += len(regexp.MustCompile(`a\d\d`).FindAllString(rest, -1))
+	}
+	if named != len(pairs) {
+		t.Errorf("got %d agents named after the first, want each of the %d pairs once", named, len(pairs))
+	}
+	t.Run("few agents: one sentence per pair", func(t *testing.T) {
+		three := Separate(agents[:3])
+		got := SeparationLines(three, 3)
+		if len(got) != 3 || got[0] != three[0].Sentence {
+			t.Errorf("got %q, want the pairs' sentences", got)
+		}
+	})
+}

@@ -111,3 +111,52 @@ func WriteTextPlot(w io.Writer, card SeriesCard, indent string) {
 	fmt.Fprintf(w, "%s%c rate (mean of per-task rates), %c%c 95%% interval, %c bootstrap, %c rate where the bootstrap collapses to a point\n",
 		indent, MarkRate, MarkEnd, MarkInterval, MarkBootstrap, MarkCollapsed)
 }
+
+// SeparationLines writes pairs (as Separate makes them) as lines a reader
+// can take in: each pair's sentence when there are no more pairs than
+// agents, else one line per agent, in the pairs' order, naming the later
+// agents it completes more or less than and those it cannot be separated
+// from, so that n agents take at most n lines, not n(n-1)/2.
+func SeparationLines(pairs []Pair, agents int) []string {
+	lines := []string{}
+	if len(pairs) <= agents {
+		for _, p := range pairs {
+			lines = append(lines, p.Sentence)
+		}
+		return lines
+	}
+	type groups struct{ above, below, close []string }
+	var order []string
+	by := map[string]*groups{}
+	for _, p := range pairs {
+		g := by[p.A]
+		if g == nil {
+			g = &groups{}
+			by[p.A] = g
+			order = append(order, p.A)
+		}
+		switch {
+		case !p.Separated:
+			g.close = append(g.close, p.B)
+		case p.Higher == p.A:
+			g.above = append(g.above, p.B)
+		default:
+			g.below = append(g.below, p.B)
+		}
+	}
+	for _, a := range order {
+		g := by[a]
+		var parts []string
+		if len(g.above) > 0 {
+			parts = append(parts, "completes more than "+strings.Join(g.above, ", "))
+		}
+		if len(g.below) > 0 {
+			parts = append(parts, "completes less than "+strings.Join(g.below, ", "))
+		}
+		if len(g.close) > 0 {
+			parts = append(parts, "cannot be separated from "+strings.Join(g.close, ", ")+" (intervals overlap)")
+		}
+		lines = append(lines, a+": "+strings.Join(parts, "; "))
+	}
+	return lines
+}

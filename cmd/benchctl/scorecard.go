@@ -189,8 +189,8 @@ func printScorecard(w io.Writer, sc draw.Scorecard) {
 		draw.WriteTextPlot(w, s, "  ")
 		if len(s.Separation) > 0 || len(s.NotCompared) > 0 {
 			fmt.Fprintln(w, "  separation (only between agents measured on the same task set):")
-			for _, p := range s.Separation {
-				fmt.Fprintf(w, "    %s\n", p.Sentence)
+			for _, l := range draw.SeparationLines(s.Separation, len(s.Agents)) {
+				fmt.Fprintf(w, "    %s\n", l)
 			}
 			for _, l := range s.NotCompared {
 				fmt.Fprintf(w, "    %s\n", l)
