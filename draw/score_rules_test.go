@@ -350,3 +350,43 @@ func TestSeparationLines(t *testing.T) {
 		}
 	})
 }
+
+func TestTaskWilson(t *testing.T) {
+	tests := []struct {
+		name     string
+		clusters []Cluster
+		lo, hi   float64
+		ok       bool
+	}{
+		// One task, whatever its attempts, is one trial.
+		{"one task passed 10 of 10", []Cluster{{"a", 10, 10}}, 0.207, 1, true},
+		{"two tasks, 10 of 10 and 0 of 1: one of two", []Cluster{{"a", 10, 10}, {"b", 0, 1}}, 0.095, 0.905, true},
+		{"six tasks passed", agreeing(6, 0, 2), 0.610, 1, true},
+		{"no attempts", []Cluster{{"a", 0, 0}}, 0, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := TaskWilson(tt.clusters)
+			if ok != tt.ok {
+				t.Fatalf("got ok %v, want %v", ok, tt.ok)
+			}
+			if ok && (math.Abs(got.Lo-tt.lo) > 0.0005 || math.Abs(got.Hi-tt.hi) > 0.0005) {
+				t.Errorf("got %v, want [%.3f, %.3f]", got, tt.lo, tt.hi)
+			}
+		})
+	}
+}
+
+// TestBootstrapMixedTasks: tasks of mixed attempts resample their
+// attempts, so six tasks each passed 1 of 2 do not look certain (a
+// bootstrap of tasks alone gave the point 50%).
+func TestBootstrapMixedTasks(t *testing.T) {
+	var cs []Cluster
+	for i := range 6 {
+		cs = append(cs, Cluster{Task: fmt.Sprintf("t-%d", i), Passes: 1, N: 2})
+	}
+	got, _ := Bootstrap(cs, BootstrapResamples, BootstrapSeed)
+	if got.Lo != 0.25 || got.Hi != 0.75 {
+		t.Errorf("got %v, want [0.250, 0.750]", got)
+	}
+}
