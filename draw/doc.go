@@ -74,10 +74,11 @@
 // # Scorecards
 //
 // A scorecard reports, for each series of attempts, each agent's
-// completion rate with two 95% intervals, what happened on each task,
-// and which agents can be told apart. It claims no more than the data
-// supports: it never ranks agents whose intervals overlap, never turns a
-// task's attempts into a rate, and never joins two series.
+// completion rate (the mean of its per-task rates) with a 95% interval,
+// each task's rate and what happened on it, and which agents can be told
+// apart. It claims no more than the data supports: it never ranks agents
+// whose intervals overlap, never compares agents measured on different
+// task sets, and never joins two series.
 //
 // # Series
 //
@@ -113,32 +114,48 @@
 // neither a pass nor a fail: it is not scored until benchctl review
 // decides it, and then counts as decided. Each is counted and shown.
 //
-// # Intervals
+// # Rates and intervals
 //
-// Wilson is the Wilson score interval on the scored attempts (k passes of
-// n), z = 1.959963984540054. It treats the n attempts as independent,
-// which they are not: two attempts of one task share the task, and an
-// agent that solves a task tends to solve it again. With clustered
-// attempts the effective sample size is nearer the number of tasks than
-// the number of attempts, and Wilson is too narrow.
+// An agent's rate is the mean over tasks of its per-task rates (a task's
+// passes over its scored attempts): each task weighs the same, whatever
+// its number of attempts (TaskMean). Attempts are not weighed: two
+// attempts of one task share the task, an agent that solves a task tends
+// to solve it again, and a task run ten times would speak for the others.
 //
-// Bootstrap resamples tasks, not attempts (a cluster bootstrap): the
-// tasks with a scored attempt, sorted by id, are drawn with replacement
-// as many times as there are tasks; the rate of a resample is its passes
-// over its scored attempts. BootstrapResamples (2,000) resamples give the
-// percentile interval: sorted, the rates at indexes floor(0.025*B) and
+// Bootstrap is a two-stage cluster bootstrap of that mean: the tasks with
+// a scored attempt, sorted by id, are drawn with replacement as many
+// times as there are tasks, then within each drawn task its attempts are
+// drawn with replacement; a resample's rate is the mean of the drawn
+// tasks' rates. BootstrapResamples (2,000) resamples give the percentile
+// interval: sorted, the rates at indexes floor(0.025*B) and
 // ceil(0.975*B)-1. Indexes come from the draw's generator (SplitMix64 and
 // its Below) seeded with BootstrapSeed, so a scorecard is reproducible.
 // With fewer than two tasks there is no bootstrap interval.
 //
+// TaskWilson is the Wilson score interval (z = 1.959963984540054) of the
+// mean rate as if each task were one trial: it counts tasks, not
+// attempts, and always contains the rate. The reported interval
+// (AgentScore.Interval) is the bootstrap widened to contain it: the
+// percentile bootstrap is too narrow with few tasks and collapses to a
+// point when every task is all passes (or all fails), where TaskWilson
+// still says how little the number of tasks shows. docs/scorecard.md
+// gives the coverage measured.
+//
 // # Separation
 //
-// Two agents are separated only when their separation intervals do not
-// overlap; otherwise the scorecard says they cannot be separated and lists
-// them by name, not by rate. The separation interval is the bootstrap
-// interval widened to contain the Wilson interval too: the bootstrap is
-// the honest one for clustered attempts, but it collapses to a point when
-// every resample has the same rate (all passes, all fails), where Wilson
-// still says how little n attempts show. An agent with fewer than two
-// tasks has no bootstrap interval and is separated from no one.
+// Agents are compared only with agents of the same task set (the tasks
+// they have a scored attempt of, AgentScore.TaskSet); NotCompared says,
+// in one line per task set, which were not. Within a task set, two agents
+// are separated only when their intervals do not overlap; otherwise the
+// scorecard says they cannot be separated and lists them by name, not by
+// rate. An agent with fewer than two tasks has no bootstrap interval and
+// is separated from no one. SeparationLines writes the pairs in at most
+// one line per agent.
+//
+// # Plots
+//
+// WriteHTML and WriteTextPlot draw agents of one task set together, by
+// name (PlotOrder), on an axis from 0 to 100%: the rate, the interval
+// and the bootstrap; a bootstrap interval that is a point is drawn as a
+// tick (HTML) or a distinct mark (text), never as nothing.
 package draw

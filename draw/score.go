@@ -53,12 +53,44 @@ func Wilson(k, n int) (Interval, bool) {
 	if n <= 0 || k < 0 || k > n {
 		return Interval{}, false
 	}
-	p := float64(k) / float64(n)
-	nf := float64(n)
+	return wilson(float64(k)/float64(n), float64(n)), true
+}
+
+// TaskWilson returns the 95% Wilson score interval of a mean rate over
+// tasks: the mean of the per-task rates of clusters, counted as if each
+// task with a scored attempt were one trial whose success is its rate. It
+// counts tasks, not attempts, so it never claims more than the number of
+// tasks shows. False when no cluster has an attempt.
+func TaskWilson(clusters []Cluster) (Interval, bool) {
+	mean, n := TaskMean(clusters)
+	if n == 0 {
+		return Interval{}, false
+	}
+	return wilson(mean, float64(n)), true
+}
+
+func wilson(p, nf float64) Interval {
 	z2 := z95 * z95
 	center := (p + z2/(2*nf)) / (1 + z2/nf)
 	half := z95 / (1 + z2/nf) * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf))
-	return Interval{Lo: math.Max(0, center-half), Hi: math.Min(1, center+half)}, true
+	return Interval{Lo: math.Max(0, center-half), Hi: math.Min(1, center+half)}
+}
+
+// TaskMean returns the mean of the per-task rates (each task with a
+// scored attempt weighs the same, whatever its number of attempts) and
+// the number of such tasks.
+func TaskMean(clusters []Cluster) (float64, int) {
+	sum, n := 0.0, 0
+	for _, c := range clusters {
+		if c.N > 0 {
+			sum += c.Rate()
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return sum / float64(n), n
 }
 
 // Cluster is the scored attempts of one task: Passes of N.
@@ -68,9 +100,19 @@ type Cluster struct {
 	N      int    `json:"n"`
 }
 
-// Bootstrap returns the percentile interval of the cluster bootstrap of
-// the rate (see the file comment), with resamples resamples seeded by
-// seed, and false with fewer than two clusters with attempts.
+// Rate is the cluster's pass rate, Passes/N (0 when N is 0).
+func (c Cluster) Rate() float64 {
+	if c.N == 0 {
+		return 0
+	}
+	return float64(c.Passes) / float64(c.N)
+}
+
+// Bootstrap returns the percentile interval of the two-stage bootstrap of
+// the mean per-task rate: each resample draws the tasks with replacement,
+// then, within each drawn task, its attempts with replacement, and takes
+// the mean of the drawn tasks' rates. resamples resamples seeded by seed;
+// false with fewer than two clusters with attempts.
 func Bootstrap(clusters []Cluster, resamples int, seed uint64) (Interval, bool) {
 	cs := make([]Cluster, 0, len(clusters))
 	for _, c := range clusters {
@@ -86,13 +128,21 @@ func Bootstrap(clusters []Cluster, resamples int, seed uint64) (Interval, bool) 
 	rates := make([]float64, resamples)
 	m := uint64(len(cs))
 	for r := range rates {
-		passes, n := 0, 0
+		sum := 0.0
 		for range cs {
 			c := cs[g.Below(m)]
-			passes += c.Passes
-			n += c.N
+			passes := c.Passes
+			if c.Passes > 0 && c.Passes < c.N { // attempts that all agree resample to themselves
+				passes = 0
+				for range c.N {
+					if g.Below(uint64(c.N)) < uint64(c.Passes) {
+						passes++
+					}
+				}
+			}
+			sum += float64(passes) / float64(c.N)
 		}
-		rates[r] = float64(passes) / float64(n)
+		rates[r] = sum / float64(len(cs))
 	}
 	slices.Sort(rates)
 	lo := int(math.Floor(0.025 * float64(resamples)))
@@ -172,17 +222,44 @@ type AgentScore struct {
 	Passes   int      `json:"passes"`
 	Scored   int      `json:"scored"` // attempts with a decided verdict (pass or fail)
 	Tasks    int      `json:"tasks"`  // tasks with a scored attempt
+	// TaskSet names the tasks with a scored attempt, in the series'
+	// order, runs of three or more shortened to "first..last". Agents are
+	// compared only with agents of the same task set.
+	TaskSet string `json:"task_set"`
+	// PerTask is the agent's rate on each task with a scored attempt, in
+	// the series' order.
+	PerTask []TaskRate `json:"per_task"`
 	// Not scored: infra errors, canceled attempts, and unresolved ones
 	// (a verdict left to review, not yet reviewed: neither a pass nor a
 	// fail).
-	InfraErrors int       `json:"infra_errors"`
-	Canceled    int       `json:"canceled"`
-	Unresolved  int       `json:"unresolved"`
-	Rate        *float64  `json:"rate"`           // Passes/Scored; nil when nothing was scored
-	Wilson      *Interval `json:"wilson"`         // nil when nothing was scored
-	Bootstrap   *Interval `json:"bootstrap"`      // nil with fewer than two tasks
-	Separation  *Interval `json:"separation"`     // nil when it separates from no one
-	Note        string    `json:"note,omitempty"` // why an interval is missing
+	InfraErrors int `json:"infra_errors"`
+	Canceled    int `json:"canceled"`
+	Unresolved  int `json:"unresolved"`
+	// Rate is the mean of the per-task rates: every task weighs the same,
+	// whatever its number of attempts. Nil when nothing was scored.
+	Rate *float64 `json:"rate"`
+	// TaskWilson is the Wilson interval over tasks (TaskWilson); nil when
+	// nothing was scored.
+	TaskWilson *Interval `json:"task_wilson"`
+	// Bootstrap is the two-stage bootstrap interval (Bootstrap); nil with
+	// fewer than two tasks.
+	Bootstrap *Interval `json:"bootstrap"`
+	// Interval is the reported 95% interval of Rate: the bootstrap
+	// widened to contain TaskWilson (which always contains Rate), or
+	// TaskWilson alone with one task. Nil when nothing was scored.
+	Interval *Interval `json:"interval"`
+	// Separation is Interval when the agent can be separated from
+	// another (two tasks or more), else nil.
+	Separation *Interval `json:"separation"`
+	Note       string    `json:"note,omitempty"` // why an interval is missing
+}
+
+// TaskRate is an agent's scored attempts of one task and their rate.
+type TaskRate struct {
+	Task   string  `json:"task"`
+	Passes int     `json:"passes"`
+	N      int     `json:"n"`
+	Rate   float64 `json:"rate"`
 }
 
 // Pair says whether two agents can be separated.
@@ -203,9 +280,13 @@ type AttemptOutcome struct {
 	Created    time.Time        `json:"created"`
 }
 
-// AgentOutcomes are one agent's attempts of one task, oldest first.
+// AgentOutcomes are one agent's attempts of one task, oldest first, and
+// its rate on the task.
 type AgentOutcomes struct {
 	Agent    string           `json:"agent"`
+	Passes   int              `json:"passes"`
+	Scored   int              `json:"scored"`
+	Rate     *float64         `json:"rate"` // Passes/Scored; nil when nothing was scored
 	Attempts []AttemptOutcome `json:"attempts"`
 }
 
@@ -224,11 +305,16 @@ type SeriesCard struct {
 	First  *time.Time `json:"first"` // the first attempt's creation; nil when there is none
 	Last   *time.Time `json:"last"`
 	// Agents are listed by name, not by rate.
-	Agents     []AgentScore   `json:"agents"`
-	Separation []Pair         `json:"separation"`
-	Tasks      []TaskOutcomes `json:"tasks"`
-	LeftOut    int            `json:"left_out"`   // attempts graded by another bundle
-	Unfinished int            `json:"unfinished"` // queued or running
+	Agents []AgentScore `json:"agents"`
+	// Separation compares pairs of agents of one task set only.
+	Separation []Pair `json:"separation"`
+	// NotCompared has one line per task set when the agents were
+	// measured on more than one: its agents are not compared with the
+	// others'.
+	NotCompared []string       `json:"not_compared"`
+	Tasks       []TaskOutcomes `json:"tasks"`
+	LeftOut     int            `json:"left_out"`   // attempts graded by another bundle
+	Unfinished  int            `json:"unfinished"` // queued or running
 	// Retried counts the infra errors left out because another attempt
 	// retries them: a run's slot counts once, by the end of its chain.
 	Retried    int    `json:"retried,omitempty"`
@@ -266,7 +352,7 @@ func Score(series []Series, attempts []apitype.Attempt, cfg ScoreConfig) Scoreca
 }
 
 func scoreSeries(s Series, all []apitype.Attempt, cfg ScoreConfig) SeriesCard {
-	card := SeriesCard{ID: s.ID(), Series: s, Agents: []AgentScore{}, Separation: []Pair{}, Tasks: []TaskOutcomes{},
+	card := SeriesCard{ID: s.ID(), Series: s, Agents: []AgentScore{}, Separation: []Pair{}, NotCompared: []string{}, Tasks: []TaskOutcomes{},
 		Resamples: cfg.Resamples, Seed: cfg.Seed}
 	leftOut := map[string]int{}
 	var in []apitype.Attempt
@@ -353,21 +439,31 @@ func scoreSeries(s Series, all []apitype.Attempt, cfg ScoreConfig) SeriesCard {
 		acc := accs[k]
 		score := acc.score
 		score.Agent = labels[k]
-		score.Tasks = len(acc.clusters)
-		if w, ok := Wilson(score.Passes, score.Scored); ok {
-			r := float64(score.Passes) / float64(score.Scored)
-			score.Rate, score.Wilson = &r, &w
+		var cs []Cluster
+		for _, t := range s.Tasks {
+			if c := acc.clusters[t]; c != nil {
+				cs = append(cs, *c)
+			}
+		}
+		score.Tasks = len(cs)
+		score.PerTask = []TaskRate{}
+		var set []string
+		for _, c := range cs {
+			score.PerTask = append(score.PerTask, TaskRate{Task: c.Task, Passes: c.Passes, N: c.N, Rate: c.Rate()})
+			set = append(set, c.Task)
+		}
+		score.TaskSet = TaskSetText(s.Tasks, set)
+		if w, ok := TaskWilson(cs); ok {
+			r, _ := TaskMean(cs)
+			iv := w
+			score.Rate, score.TaskWilson, score.Interval = &r, &w, &iv
 		} else {
 			score.Note = "no scored attempt"
 		}
-		var cs []Cluster
-		for _, c := range acc.clusters {
-			cs = append(cs, *c)
-		}
 		if b, ok := Bootstrap(cs, cfg.Resamples, cfg.Seed); ok {
 			score.Bootstrap = &b
-			sep := b.Hull(*score.Wilson)
-			score.Separation = &sep
+			sep := b.Hull(*score.TaskWilson)
+			score.Interval, score.Separation = &sep, &sep
 		} else if score.Note == "" {
 			score.Note = "one task: no bootstrap interval, separated from no one"
 		}
@@ -375,6 +471,7 @@ func scoreSeries(s Series, all []apitype.Attempt, cfg ScoreConfig) SeriesCard {
 	}
 	slices.SortFunc(card.Agents, func(a, b AgentScore) int { return strings.Compare(a.Agent, b.Agent) })
 	card.Separation = Separate(card.Agents)
+	card.NotCompared = NotCompared(card.Agents)
 
 	// Per-task outcomes.
 	for _, t := range s.Tasks {
@@ -401,7 +498,21 @@ func scoreSeries(s Series, all []apitype.Attempt, cfg ScoreConfig) SeriesCard {
 		}
 		slices.Sort(order)
 		for _, l := range order {
-			to.Agents = append(to.Agents, *byAgent[l])
+			ao := byAgent[l]
+			for _, at := range ao.Attempts {
+				switch at.Outcome {
+				case "pass":
+					ao.Passes++
+					ao.Scored++
+				case "fail":
+					ao.Scored++
+				}
+			}
+			if ao.Scored > 0 {
+				r := float64(ao.Passes) / float64(ao.Scored)
+				ao.Rate = &r
+			}
+			to.Agents = append(to.Agents, *ao)
 		}
 		card.Tasks = append(card.Tasks, to)
 	}
@@ -420,13 +531,18 @@ func agentLabel(spec string, id Identity) string {
 	return label
 }
 
-// Separate compares every pair of agents (in the order given) by their
-// separation intervals. Agents without one are separated from no one.
+// Separate compares every pair of agents of one task set (in the order
+// given) by their separation intervals; agents of different task sets
+// are not compared (see NotCompared). Agents without a separation
+// interval are separated from no one.
 func Separate(agents []AgentScore) []Pair {
 	pairs := []Pair{}
 	for i := range agents {
 		for j := i + 1; j < len(agents); j++ {
 			a, b := agents[i], agents[j]
+			if a.TaskSet != b.TaskSet {
+				continue
+			}
 			p := Pair{A: a.Agent, B: b.Agent}
 			switch {
 			case a.Separation == nil || b.Separation == nil:
@@ -446,6 +562,74 @@ func Separate(agents []AgentScore) []Pair {
 		}
 	}
 	return pairs
+}
+
+// NotCompared returns, when agents were measured on more than one task
+// set, one line per task set (in order of first appearance) naming its
+// agents and its tasks: they are compared with no agent of another set.
+// With one task set or none it returns no line.
+func NotCompared(agents []AgentScore) []string {
+	var sets []string
+	by := map[string][]string{}
+	for _, a := range agents {
+		if _, ok := by[a.TaskSet]; !ok {
+			sets = append(sets, a.TaskSet)
+		}
+		by[a.TaskSet] = append(by[a.TaskSet], a.Agent)
+	}
+	lines := []string{}
+	if len(sets) < 2 {
+		return lines
+	}
+	for _, set := range sets {
+		names := by[set]
+		verb := "has"
+		if len(names) > 1 {
+			verb = "have"
+		}
+		what := set
+		if what == "" {
+			what = "no scored task"
+		}
+		lines = append(lines, fmt.Sprintf("not compared: measured on different task sets: %s %s %s", strings.Join(names, ", "), verb, what))
+	}
+	return lines
+}
+
+// TaskSetText names set (a subset of order) in order's order: runs of
+// three or more tasks adjacent in order are written "first..last", the
+// rest joined by commas.
+func TaskSetText(order, set []string) string {
+	in := map[string]bool{}
+	for _, t := range set {
+		in[t] = true
+	}
+	var parts, run []string
+	flush := func() {
+		if len(run) >= 3 {
+			parts = append(parts, run[0]+".."+run[len(run)-1])
+		} else {
+			parts = append(parts, run...)
+		}
+		run = nil
+	}
+	for _, t := range order {
+		if in[t] {
+			run = append(run, t)
+			delete(in, t)
+		} else if len(run) > 0 {
+			flush()
+		}
+	}
+	if len(run) > 0 {
+		flush()
+	}
+	var rest []string // tasks not in order, if any
+	for t := range in {
+		rest = append(rest, t)
+	}
+	slices.Sort(rest)
+	return strings.Join(append(parts, rest...), ",")
 }
 
 // ReadListSeries is the series of a draw LIST (benchctl draw -o LIST)

@@ -10,11 +10,13 @@ import (
 
 // WriteHTML writes sc as one self-contained HTML page: inline CSS and
 // SVG, no script, no external resource. Each series is its own column
-// with its own plot (rates as dots, the Wilson interval as a thin bar and
-// the bootstrap interval as a thick one), its separation sentences, its
-// per-task outcomes and a section per attempt (anchor #attempt-ID) with
-// the verdict's reasons and the commands that show its verdict and
-// journal.
+// with its own plot (agents of one task set together, by name; an axis
+// from 0 to 100%; rates as dots, the reported interval as a thin line
+// with caps, the bootstrap interval as a shaded bar, or as a tick when it
+// collapses to a point), its separation sentences and the task sets it
+// does not compare, its per-task rates and outcomes, and a section per
+// attempt (anchor #attempt-ID) with the verdict's reasons and the
+// commands that show its verdict and journal.
 func WriteHTML(w io.Writer, sc Scorecard, generated time.Time) error {
 	page := htmlPage{Rules: sc.RulesVersion, Generated: generated.UTC().Format(time.RFC3339)}
 	for _, c := range sc.Series {
@@ -30,10 +32,11 @@ type htmlPage struct {
 }
 
 type htmlSeries struct {
-	Card     SeriesCard
-	Dates    string
-	Plot     htmlPlot
-	Attempts []htmlAttempt
+	Card       SeriesCard
+	Dates      string
+	Plot       htmlPlot
+	Separation []string // SeparationLines
+	Attempts   []htmlAttempt
 }
 
 type htmlAttempt struct {
@@ -57,7 +60,8 @@ type htmlPlot struct {
 	Ticks  []htmlTick
 	Rows   []htmlPlotRow
 	AxisY  int
-	Legend string
+	TitleY int
+	MidX   float64
 }
 
 type htmlTick struct {
@@ -72,9 +76,11 @@ type htmlPlotRow struct {
 	HasRate            bool
 	Rate               string
 	X                  float64
-	HasWilson, HasBoot bool
-	WLo, WHi, BLo, BHi float64
+	HasIv, HasBoot     bool
+	Collapsed          bool // the bootstrap interval is a point: drawn as a tick
+	ILo, IHi, BLo, BHi float64
 	BW                 float64
+	TickTop, TickBot   int
 	BoxY               int
 	CapTop, CapBottom  int
 	Text               string
@@ -83,7 +89,7 @@ type htmlPlotRow struct {
 func xOf(r float64) float64 { return plotLeft + r*(plotRight-plotLeft) }
 
 func newHTMLSeries(c SeriesCard) htmlSeries {
-	hs := htmlSeries{Card: c, Dates: "no attempts"}
+	hs := htmlSeries{Card: c, Dates: "no attempts", Separation: SeparationLines(c.Separation, len(c.Agents))}
 	if c.First != nil {
 		hs.Dates = fmt.Sprintf("%s to %s", c.First.UTC().Format("2006-01-02 15:04"), c.Last.UTC().Format("2006-01-02 15:04 MST"))
 	}
@@ -91,28 +97,34 @@ func newHTMLSeries(c SeriesCard) htmlSeries {
 	for i := 0; i <= 10; i += 2 {
 		p.Ticks = append(p.Ticks, htmlTick{X: xOf(float64(i) / 10), Label: fmt.Sprintf("%d%%", i*10)})
 	}
-	for i, a := range c.Agents {
+	for i, a := range PlotOrder(c.Agents) {
 		y := plotTop + i*plotRowH + 18
-		row := htmlPlotRow{Y: y, LabelY: y - 9, BoxY: y - 5, CapTop: y - 5, CapBottom: y + 5, Agent: a.Agent}
+		row := htmlPlotRow{Y: y, LabelY: y - 9, BoxY: y - 5, CapTop: y - 5, CapBottom: y + 5, TickTop: y - 13, TickBot: y + 13, Agent: a.Agent}
 		text := a.Agent
 		if a.Rate != nil {
 			row.HasRate, row.X, row.Rate = true, xOf(*a.Rate), fmt.Sprintf("%.0f%%", *a.Rate*100)
-			text += fmt.Sprintf(": %d of %d scored attempts passed", a.Passes, a.Scored)
+			text += fmt.Sprintf(": mean of per-task rates over %d tasks (%d of %d scored attempts passed)", a.Tasks, a.Passes, a.Scored)
 		} else {
 			text += ": no scored attempt"
 		}
-		if a.Wilson != nil {
-			row.HasWilson, row.WLo, row.WHi = true, xOf(a.Wilson.Lo), xOf(a.Wilson.Hi)
+		if a.Interval != nil {
+			row.HasIv, row.ILo, row.IHi = true, xOf(a.Interval.Lo), xOf(a.Interval.Hi)
 		}
 		if a.Bootstrap != nil {
 			row.HasBoot, row.BLo, row.BHi = true, xOf(a.Bootstrap.Lo), xOf(a.Bootstrap.Hi)
-			row.BW = max(row.BHi-row.BLo, 2) // a collapsed interval still shows
+			row.BW = row.BHi - row.BLo
+			row.Collapsed = a.Bootstrap.Lo == a.Bootstrap.Hi
+			if row.Collapsed {
+				text += fmt.Sprintf("; the bootstrap interval is the point %.0f%%", a.Bootstrap.Lo*100)
+			}
 		}
 		row.Text = text
 		p.Rows = append(p.Rows, row)
 	}
 	p.AxisY = plotTop + len(c.Agents)*plotRowH + 4
-	p.H = p.AxisY + plotBottom
+	p.TitleY = p.AxisY + 32
+	p.MidX = xOf(0.5)
+	p.H = p.AxisY + plotBottom + 16
 	hs.Plot = p
 	for _, t := range c.Tasks {
 		for _, ag := range t.Agents {
@@ -137,8 +149,10 @@ var scoreTemplate = template.Must(template.New("scorecard").Funcs(template.FuncM
 		}
 		return fmt.Sprintf("%.1f%%", *r*100)
 	},
-	"join":  strings.Join,
-	"class": func(outcome string) string { return strings.ReplaceAll(outcome, " ", "-") },
+	"join":     strings.Join,
+	"xof":      xOf,
+	"taskrate": TaskRateText,
+	"class":    func(outcome string) string { return strings.ReplaceAll(outcome, " ", "-") },
 	"short": func(s string) string {
 		if len(s) > 12 {
 			return s[:12]
@@ -179,7 +193,7 @@ svg text { font: 12px system-ui, sans-serif; }
 <body>
 <h1>Scorecard</h1>
 <p class="meta">Grading rules {{.Rules}}. Generated {{.Generated}}. Each series stands alone: series are never joined into one line or one figure.
-Agents are listed by name, not by rate; agents whose intervals overlap cannot be separated and are not ranked.</p>
+Agents are listed by name, not by rate; a rate is the mean of per-task rates (each task weighs the same); agents are compared only with agents measured on the same task set, and those whose intervals overlap cannot be separated and are not ranked.</p>
 <div class="columns">
 {{range .Series}}{{$s := .}}
 <section class="series" id="series-{{.Card.ID}}">
@@ -194,23 +208,25 @@ grading rules: {{.Card.Series.RulesVersion}}{{if .Card.LeftOut}}; {{.Card.LeftOu
 <text x="{{.X}}" y="{{$s.Plot.AxisY}}" dy="16" text-anchor="middle" fill="#555">{{.Label}}</text>
 {{end}}{{range .Plot.Rows}}<g class="agent-row"><title>{{.Text}}</title>
 <text x="10" y="{{.LabelY}}" fill="#1b1b1b">{{.Agent}}{{if .HasRate}} ({{.Rate}}){{end}}</text>
-{{if .HasBoot}}<rect class="bootstrap" x="{{.BLo}}" y="{{.BoxY}}" width="{{.BW}}" height="10" fill="#1f4e8c" opacity="0.3"/>{{end}}
-{{if .HasWilson}}<g class="wilson" stroke="#5b7fae" stroke-width="2"><line x1="{{.WLo}}" y1="{{.Y}}" x2="{{.WHi}}" y2="{{.Y}}"/><line x1="{{.WLo}}" y1="{{.CapTop}}" x2="{{.WLo}}" y2="{{.CapBottom}}"/><line x1="{{.WHi}}" y1="{{.CapTop}}" x2="{{.WHi}}" y2="{{.CapBottom}}"/></g>{{end}}
-{{if .HasRate}}<circle class="rate" cx="{{.X}}" cy="{{.Y}}" r="5" fill="#1f4e8c"/>{{end}}
+{{if .HasBoot}}{{if .Collapsed}}<line class="bootstrap collapsed" x1="{{.BLo}}" y1="{{.TickTop}}" x2="{{.BLo}}" y2="{{.TickBot}}" stroke="#c05a00" stroke-width="3"/>{{else}}<rect class="bootstrap" x="{{.BLo}}" y="{{.BoxY}}" width="{{.BW}}" height="10" fill="#1f4e8c" opacity="0.3"/>{{end}}{{end}}
+{{if .HasIv}}<g class="interval" stroke="#5b7fae" stroke-width="2"><line x1="{{.ILo}}" y1="{{.Y}}" x2="{{.IHi}}" y2="{{.Y}}"/><line x1="{{.ILo}}" y1="{{.CapTop}}" x2="{{.ILo}}" y2="{{.CapBottom}}"/><line x1="{{.IHi}}" y1="{{.CapTop}}" x2="{{.IHi}}" y2="{{.CapBottom}}"/></g>{{end}}
+{{if .HasRate}}<circle class="rate" cx="{{.X}}" cy="{{.Y}}" r="5" fill="#1f4e8c" stroke="#fff" stroke-width="1.5"/>{{end}}
 </g>
-{{end}}</svg>
-<p class="note">Dot: rate. Thin line: Wilson interval on attempts. Shaded bar: bootstrap interval over tasks.</p>
+{{end}}<line class="axis" x1="{{xof 0}}" y1="{{.Plot.AxisY}}" x2="{{xof 1}}" y2="{{.Plot.AxisY}}" stroke="#555"/>
+<text class="axis-title" x="{{.Plot.MidX}}" y="{{.Plot.TitleY}}" text-anchor="middle" fill="#555">completion rate, mean of per-task rates (0–100%)</text>
+</svg>
+<p class="note">Dot: rate (mean of per-task rates). Thin line with caps: 95% interval. Shaded bar: bootstrap interval over tasks and attempts; an orange tick where it collapses to a point. Agents of one task set are drawn together, by name.</p>
 <table class="rates">
-<tr><th>agent</th><th>passed</th><th>scored</th><th>tasks</th><th>rate</th><th>Wilson 95% (attempts)</th><th>bootstrap 95% (tasks)</th><th>not scored</th></tr>
-{{range .Card.Agents}}<tr><td>{{.Agent}}</td><td class="num">{{.Passes}}</td><td class="num">{{.Scored}}</td><td class="num">{{.Tasks}}</td><td class="num">{{rate .Rate}}</td><td class="iv">{{pct .Wilson}}</td><td class="iv">{{pct .Bootstrap}}</td><td>{{if .InfraErrors}}{{.InfraErrors}} infra error(s) {{end}}{{if .Canceled}}{{.Canceled}} canceled {{end}}{{if .Unresolved}}{{.Unresolved}} unresolved (left to review){{end}}{{if .Note}} <span class="note">{{.Note}}</span>{{end}}</td></tr>
+<tr><th>agent</th><th>task set</th><th>tasks</th><th>passed</th><th>scored</th><th>rate</th><th>95% interval</th><th>bootstrap 95% (tasks, attempts)</th><th>Wilson 95% (tasks)</th><th>not scored</th></tr>
+{{range .Card.Agents}}<tr><td>{{.Agent}}</td><td class="iv">{{.TaskSet}}</td><td class="num">{{.Tasks}}</td><td class="num">{{.Passes}}</td><td class="num">{{.Scored}}</td><td class="num">{{rate .Rate}}</td><td class="iv">{{pct .Interval}}</td><td class="iv">{{pct .Bootstrap}}</td><td class="iv">{{pct .TaskWilson}}</td><td>{{if .InfraErrors}}{{.InfraErrors}} infra error(s) {{end}}{{if .Canceled}}{{.Canceled}} canceled {{end}}{{if .Unresolved}}{{.Unresolved}} unresolved (left to review){{end}}{{if .Note}} <span class="note">{{.Note}}</span>{{end}}</td></tr>
 {{end}}</table>
 <h3>Separation</h3>
-<ul class="sep">{{range .Card.Separation}}<li class="{{if .Separated}}separated{{else}}inseparable{{end}}">{{.Sentence}}</li>{{else}}<li>one agent or none: nothing to compare</li>{{end}}</ul>
-<h3>Per task: what happened</h3>
+<ul class="sep">{{range .Separation}}<li class="separation">{{.}}</li>{{end}}{{range .Card.NotCompared}}<li class="not-compared">{{.}}</li>{{end}}{{if not (or .Card.Separation .Card.NotCompared)}}<li>one agent or none: nothing to compare</li>{{end}}</ul>
+<h3>Per task: rates and what happened</h3>
 <table class="tasks">
-<tr><th>task</th><th>agent</th><th>attempts, oldest first</th></tr>
-{{range .Card.Tasks}}{{$t := .}}{{range .Agents}}<tr><td>{{$t.Task}}</td><td>{{.Agent}}</td><td>{{range $i, $a := .Attempts}}{{if $i}}, {{end}}<a class="{{class $a.Outcome}}" href="#attempt-{{$a.ID}}">{{$a.Outcome}}</a>{{end}}</td></tr>
-{{else}}<tr><td>{{$t.Task}}</td><td colspan="2">no attempt{{if $t.LeftOut}} ({{$t.LeftOut}} graded by another bundle, left out){{end}}</td></tr>
+<tr><th>task</th><th>agent</th><th>rate</th><th>attempts, oldest first</th></tr>
+{{range .Card.Tasks}}{{$t := .}}{{range .Agents}}<tr><td>{{$t.Task}}</td><td>{{.Agent}}</td><td class="num">{{taskrate .}}</td><td>{{range $i, $a := .Attempts}}{{if $i}}, {{end}}<a class="{{class $a.Outcome}}" href="#attempt-{{$a.ID}}">{{$a.Outcome}}</a>{{end}}</td></tr>
+{{else}}<tr><td>{{$t.Task}}</td><td colspan="3">no attempt{{if $t.LeftOut}} ({{$t.LeftOut}} graded by another bundle, left out){{end}}</td></tr>
 {{end}}{{end}}</table>
 <h3>Attempts</h3>
 {{range .Attempts}}<div class="attempt" id="attempt-{{.ID}}">

@@ -84,11 +84,15 @@ func TestHTMLInChromium(t *testing.T) {
 			{"the list's series and its rule", text, "draw rule: seed 20261004, cap 2", 1},
 			{"a plot per series", dom, `<svg class="plot"`, 2},
 			{"a dot per agent and series", dom, `<circle class="rate"`, 4},
-			{"Wilson intervals drawn", dom, `<g class="wilson"`, 4},
-			{"bootstrap intervals drawn", dom, `<rect class="bootstrap"`, 3},
+			{"intervals drawn", dom, `<g class="interval"`, 4},
+			{"bootstrap intervals drawn", dom, `<rect class="bootstrap"`, 1},
+			// agent run passes everything: its bootstrap is a point, drawn as a tick.
+			{"collapsed bootstraps drawn as ticks", dom, `<line class="bootstrap collapsed"`, 2},
+			{"labelled axis", text, "completion rate, mean of per-task rates (0–100%)", 2},
 			{"separation sentence", text, "agent run completes more than other", 1},
-			{"both intervals in the table", text, "bootstrap 95% (tasks)", 2},
-			{"outcomes, never a rate", text, "fail, fail", 1},
+			{"every interval in the table", text, "bootstrap 95% (tasks, attempts)", 2},
+			{"outcomes", text, "fail, fail", 1},
+			{"per-task rates", text, "0/2 (0%)", 1},
 			{"infra error shown", text, "pass, pass, infra error", 1},
 			{"attempt anchor", dom, `id="attempt-a-02"`, 1},
 			{"link to the anchor", dom, `href="#attempt-a-02"`, 1},
@@ -104,8 +108,9 @@ func TestHTMLInChromium(t *testing.T) {
 				}
 			})
 		}
-		if strings.Contains(text, "%") && regexp.MustCompile(`rt-0\d[^\n]*\d+%`).MatchString(text[strings.Index(text, "Per task"):]) {
-			t.Errorf("got a rate in the per-task section, want outcomes only")
+		// The per-task section shows each task's rate beside its outcomes.
+		if !regexp.MustCompile(`rt-01other0/2 \(0%\)fail, fail`).MatchString(text[strings.Index(text, "Per task"):]) {
+			t.Errorf("got no rate beside other's rt-01 outcomes in the per-task section")
 		}
 	})
 

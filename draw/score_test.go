@@ -96,7 +96,7 @@ func TestBootstrap(t *testing.T) {
 			for _, c := range tt.clusters {
 				k, n = k+c.Passes, n+c.N
 			}
-			rate := float64(k) / float64(n)
+			rate, _ := TaskMean(tt.clusters) // the bootstrap's estimand
 			if got.Lo > rate || got.Hi < rate {
 				t.Errorf("got %v, want it to contain the rate %.3f", got, rate)
 			}
@@ -267,8 +267,8 @@ func TestScoreSeries(t *testing.T) {
 		if a.Bootstrap == nil || a.Bootstrap.Lo != 1 {
 			t.Errorf("got A bootstrap %v, want it collapsed at 1", a.Bootstrap)
 		}
-		if a.Separation == nil || a.Separation.Lo != a.Wilson.Lo {
-			t.Errorf("got A separation %v, want it to reach down to Wilson's %v", a.Separation, a.Wilson)
+		if a.Separation == nil || a.Separation.Lo != a.TaskWilson.Lo {
+			t.Errorf("got A separation %v, want it to reach down to the task Wilson's %v", a.Separation, a.TaskWilson)
 		}
 		if len(s.Separation) != 1 || !s.Separation[0].Separated || s.Separation[0].Higher != "agent run" {
 			t.Errorf("got separation %+v, want agent run above other", s.Separation)

@@ -177,32 +177,37 @@ func printScorecard(w io.Writer, sc draw.Scorecard) {
 			fmt.Fprintln(w, "  no attempts")
 			continue
 		}
-		fmt.Fprintf(w, "  completion rate, 95%% intervals (agents by name, not by rate; bootstrap: %d resamples of tasks, seed %d):\n", s.Resamples, s.Seed)
+		fmt.Fprintf(w, "  completion rate: the mean of per-task rates, each task weighing the same; 95%% intervals (agents by name, not by rate; bootstrap: %d resamples of tasks, then of attempts within each, seed %d):\n", s.Resamples, s.Seed)
 		tw := newTable(w)
-		fmt.Fprintln(tw, "  AGENT\tPASSED\tSCORED\tTASKS\tRATE\tWILSON (ATTEMPTS)\tBOOTSTRAP (TASKS)\tNOT SCORED")
+		fmt.Fprintln(tw, "  AGENT\tTASK SET\tTASKS\tPASSED\tSCORED\tRATE\tINTERVAL\tBOOTSTRAP\tWILSON (TASKS)\tNOT SCORED")
 		for _, a := range s.Agents {
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", a.Agent, a.Passes, a.Scored, a.Tasks,
-				rateText(a.Rate), intervalText(a.Wilson), intervalText(a.Bootstrap), notScored(a))
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", a.Agent, dash(a.TaskSet), a.Tasks, a.Passes, a.Scored,
+				rateText(a.Rate), intervalText(a.Interval), intervalText(a.Bootstrap), intervalText(a.TaskWilson), notScored(a))
 		}
 		tw.Flush()
-		if len(s.Separation) > 0 {
-			fmt.Fprintln(w, "  separation:")
-			for _, p := range s.Separation {
-				fmt.Fprintf(w, "    %s\n", p.Sentence)
+		fmt.Fprintln(w)
+		draw.WriteTextPlot(w, s, "  ")
+		if len(s.Separation) > 0 || len(s.NotCompared) > 0 {
+			fmt.Fprintln(w, "  separation (only between agents measured on the same task set):")
+			for _, l := range draw.SeparationLines(s.Separation, len(s.Agents)) {
+				fmt.Fprintf(w, "    %s\n", l)
+			}
+			for _, l := range s.NotCompared {
+				fmt.Fprintf(w, "    %s\n", l)
 			}
 		}
-		fmt.Fprintln(w, "  per task, oldest first:")
+		fmt.Fprintln(w, "  per task: rate, and attempts oldest first:")
 		tw = newTable(w)
 		for _, t := range s.Tasks {
 			if len(t.Agents) == 0 {
-				fmt.Fprintf(tw, "    %s\t-\tno attempt\n", t.Task)
+				fmt.Fprintf(tw, "    %s\t-\t-\tno attempt\n", t.Task)
 			}
 			for _, ag := range t.Agents {
 				var outs []string
 				for _, at := range ag.Attempts {
 					outs = append(outs, at.Outcome)
 				}
-				fmt.Fprintf(tw, "    %s\t%s\t%s\n", t.Task, ag.Agent, strings.Join(outs, ", "))
+				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\n", t.Task, ag.Agent, draw.TaskRateText(ag), strings.Join(outs, ", "))
 			}
 		}
 		tw.Flush()
@@ -214,6 +219,13 @@ func rateText(r *float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f%%", *r*100)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func intervalText(i *draw.Interval) string {

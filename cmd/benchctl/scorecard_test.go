@@ -54,8 +54,8 @@ func TestScorecardUnresolved(t *testing.T) {
 	}
 	for _, re := range []string{
 		`unresolved: 1 attempt left to review, neither passed nor failed \(not scored`,
-		`good\s+12\s+12\s+6\s+100.0%.*1 unresolved`,
-		`rt-06\s+good\s+pass, pass, unresolved\n`,
+		`good\s+rt-01..rt-06\s+6\s+12\s+12\s+100.0%.*1 unresolved`,
+		`rt-06\s+good\s+2/2 \(100%\)\s+pass, pass, unresolved\n`,
 	} {
 		if !regexp.MustCompile(re).MatchString(stdout) {
 			t.Errorf("got stdout\n%s\nwant a match of %s", stdout, re)
@@ -99,21 +99,73 @@ func TestScorecardText(t *testing.T) {
 	if !strings.Contains(stdout, "bad and mixed cannot be separated") && !strings.Contains(stdout, "mixed completes more than bad") {
 		t.Errorf("got no sentence about bad and mixed")
 	}
+	// Per task: each task's rate beside what happened.
 	per := stdout[strings.Index(stdout, "per task"):]
-	if strings.Contains(per, "%") {
-		t.Errorf("got a rate in the per-task lines, want outcomes only:\n%s", per)
+	if !regexp.MustCompile(`rt-01\s+mixed\s+1/2 \(50%\)\s+fail, pass`).MatchString(per) {
+		t.Errorf("got per-task lines without mixed's rt-01 rate and outcomes (oldest first: fail, pass)")
 	}
-	if !regexp.MustCompile(`rt-01\s+mixed\s+fail, pass`).MatchString(per) {
-		t.Errorf("got per-task lines without mixed's rt-01 outcomes (oldest first: fail, pass)")
-	}
-	if !regexp.MustCompile(`rt-03\s+bad\s+fail, fail, infra error\n`).MatchString(per) {
+	if !regexp.MustCompile(`rt-03\s+bad\s+0/2 \(0%\)\s+fail, fail, infra error\n`).MatchString(per) {
 		t.Errorf("got no line for bad's rt-03 with its infra error last")
 	}
-	if !regexp.MustCompile(`rt-06\s+good\s+pass, pass\n`).MatchString(per) {
+	if !regexp.MustCompile(`rt-06\s+good\s+2/2 \(100%\)\s+pass, pass\n`).MatchString(per) {
 		t.Errorf("got good's rt-06 line wrong: the older bundle's pass belongs to another series")
 	}
-	if !regexp.MustCompile(`good\s+12\s+12\s+6\s+100.0%`).MatchString(stdout) || !regexp.MustCompile(`bad\s+0\s+12\s+6\s+0.0%.*1 infra error`).MatchString(stdout) {
+	if !regexp.MustCompile(`good\s+rt-01..rt-06\s+6\s+12\s+12\s+100.0%`).MatchString(stdout) || !regexp.MustCompile(`bad\s+rt-01..rt-06\s+6\s+0\s+12\s+0.0%.*1 infra error`).MatchString(stdout) {
 		t.Errorf("got the rate lines wrong: want good 12 of 12 on 6 tasks, bad 0 of 12 with 1 infra error not scored")
+	}
+	// The plot: good's bootstrap collapses at 100%, drawn as a mark.
+	if !regexp.MustCompile(`\n  good\s+\|-+\* 100.0%\n`).MatchString(stdout) || !strings.Contains(stdout, "0%                      50%                     100%") {
+		t.Errorf("got no plot row for good with its collapsed bootstrap marked, or no axis")
+	}
+	if strings.Contains(stdout, "not compared") {
+		t.Errorf("got a not-compared line, want none: every agent has the six tasks")
+	}
+}
+
+// TestScorecardTaskSets: the rate is the mean of per-task rates, and
+// agents measured on different task sets are not compared.
+func TestScorecardTaskSets(t *testing.T) {
+	d := newSuiteDaemon(t, nil)
+	d.seed("good", "", everyTask("PP"))
+	d.seed("bad", "", everyTask("FF"))
+	d.seed("skew", "", map[string]string{"rt-01": "PPPPPPPPPP", "rt-02": "F"})
+	code, stdout, stderr := runCLI(t, d.Socket, nil, false, "scorecard")
+	t.Logf("stdout:\n%s", stdout)
+	if code != exitOK {
+		t.Fatalf("got exit %d, stderr %q", code, stderr)
+	}
+	// 10 of 10 on rt-01 and 0 of 1 on rt-02: 50%, not 10 of 11.
+	if !regexp.MustCompile(`skew\s+rt-01,rt-02\s+2\s+10\s+11\s+50.0%`).MatchString(stdout) {
+		t.Errorf("got no rate line for skew of 50.0%% (the mean of 100%% and 0%%)")
+	}
+	for _, want := range []string{
+		"good completes more than bad: their intervals do not overlap",
+		"not compared: measured on different task sets: bad, good have rt-01..rt-06\n",
+		"not compared: measured on different task sets: skew has rt-01,rt-02\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("got stdout without %q", want)
+		}
+	}
+	if regexp.MustCompile(`skew (and|completes)|(and|than) skew`).MatchString(stdout) {
+		t.Errorf("got skew compared with an agent of another task set")
+	}
+	_, stdout, _ = runCLI(t, d.Socket, nil, false, "scorecard", "--json")
+	var sc draw.Scorecard
+	if err := json.Unmarshal([]byte(stdout), &sc); err != nil {
+		t.Fatal(err)
+	}
+	c := sc.Series[0]
+	if len(c.NotCompared) != 2 || len(c.Separation) != 1 {
+		t.Errorf("--json: got %d not-compared lines and %d pairs, want 2 and 1", len(c.NotCompared), len(c.Separation))
+	}
+	for _, a := range c.Agents {
+		if a.Agent != "skew" {
+			continue
+		}
+		if a.Rate == nil || *a.Rate != 0.5 || len(a.PerTask) != 2 || a.PerTask[0].Rate != 1 || a.PerTask[1].Rate != 0 || a.TaskSet != "rt-01,rt-02" {
+			t.Errorf("--json: got skew rate %v, per task %+v, task set %q; want 0.5, rt-01 1 and rt-02 0, rt-01,rt-02", a.Rate, a.PerTask, a.TaskSet)
+		}
 	}
 }
 
@@ -164,8 +216,8 @@ func TestScorecardSeries(t *testing.T) {
 			}
 			for _, s := range sc.Series {
 				for _, a := range s.Agents {
-					if a.Wilson == nil || a.Bootstrap == nil {
-						t.Errorf("%s: %s: got Wilson %v bootstrap %v, want both", s.Series.Name, a.Agent, a.Wilson, a.Bootstrap)
+					if a.Interval == nil || a.Bootstrap == nil {
+						t.Errorf("%s: %s: got interval %v bootstrap %v, want both", s.Series.Name, a.Agent, a.Interval, a.Bootstrap)
 					}
 				}
 			}
