@@ -323,11 +323,11 @@ func TestFleetStopHandsBack(t *testing.T) {
 
 // TestFleetEnvStaysHome: attempts given --env values run on the host
 // they were submitted to, the only one that holds the values, and the
-// values reach the agent.
+// values reach the agent; another host follows their events.
 func TestFleetEnvStaysHome(t *testing.T) {
 	require(t)
 	url := pgtest.Database(t)
-	startHost(t, url, "host-a")
+	a := startHost(t, url, "host-a")
 	b := startHost(t, url, "host-b")
 	ctx := context.Background()
 	// The agent fails (exit 3) unless it sees the value.
@@ -336,6 +336,11 @@ func TestFleetEnvStaysHome(t *testing.T) {
 		Env: []apitype.EnvVar{{Name: "BENCH_SECRET", Value: "s3cret-value"}}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Host a streams the events of an attempt host b runs, from the
+	// store, to its end.
+	if final := wait(t, a.client, run.Attempts[0]); final.Host != "host-b" || final.State != apitype.StateDone {
+		t.Errorf("final event through host-a: host %q, state %s; want done on host-b", final.Host, final.State)
 	}
 	for _, x := range awaitRuns(t, b.client, []string{run.ID}, 5*time.Minute) {
 		if x.Host != "host-b" || x.State != apitype.StateDone || x.ExitCode != 0 {
