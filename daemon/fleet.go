@@ -330,6 +330,32 @@ func (f *fleet) run(ctx context.Context, job *river.Job[attemptArgs], a apitype.
 	s.secrets.add(a.ID, env)
 	s.metrics.start()
 	s.execute(actx, la)
+	return f.settle(context.WithoutCancel(ctx), a.ID)
+}
+
+// settle checks that attempt id, which this host just ran, is recorded
+// as started and ended. One the store still holds queued (its start
+// could not be written) is an error, so that River offers the job again;
+// one still running here (its end could not be written) is recorded as
+// an infra error, or else an error too, for the same reason. Left so,
+// the job would be complete and the attempt would wait forever.
+func (f *fleet) settle(ctx context.Context, id string) error {
+	a, err := f.s.store.GetAttempt(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case a.State == apitype.StateQueued:
+		return fmt.Errorf("attempt %s was not started", id)
+	case a.State == apitype.StateRunning && a.Host == f.s.cfg.Host:
+		now := time.Now().UTC()
+		a.State, a.Phase, a.Pass, a.Reward, a.Finished = apitype.StateInfraError, "", false, 0, &now
+		a.InfraError = "host " + f.s.cfg.Host + " was unable to record the end of the attempt"
+		if err := f.s.store.UpdateRunning(ctx, a); err != nil {
+			return fmt.Errorf("attempt %s: its end is not recorded: %w", id, err)
+		}
+		f.s.sign(ctx, id, nil)
+	}
 	return nil
 }
 

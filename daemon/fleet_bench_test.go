@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func nullRun(context.Context, runs.Spec, func(apitype.Event)) (runs.Outcome, err
 // coordHost is one benchd of the coordination benchmark: a server with
 // the null runner, on its own state directory, sharing database url
 // ("" for SQLite).
-func coordHost(b *testing.B, url, host string, concurrency int) (*server, func()) {
+func coordHost(b testing.TB, url, host string, concurrency int) (*server, func()) {
 	b.Helper()
 	ctx := context.Background()
 	state := b.TempDir()
@@ -69,6 +70,47 @@ func coordHost(b *testing.B, url, host string, concurrency int) (*server, func()
 	return s, func() {
 		s.shutdown(&workers)
 		st.Close()
+	}
+}
+
+// TestSettle: an attempt whose end its host could not record (here the
+// scored table is gone while it runs) is not left running with its job
+// complete: the host records it as an infra error of its own.
+func TestSettle(t *testing.T) {
+	url := pgtest.Database(t)
+	s, stop := coordHost(t, url, "settle", 1)
+	defer stop()
+	db := s.store.DB()
+	broke := make(chan error, 1)
+	s.runner = func(context.Context, runs.Spec, func(apitype.Event)) (runs.Outcome, error) {
+		_, err := db.Exec(`ALTER TABLE scored RENAME TO scored_gone`)
+		broke <- err
+		return runs.Outcome{}, nil
+	}
+	task, err := tasks.Find("../tasks", "rt-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := s.submit(context.Background(), submitted{n: 1, tasks: []submittedTask{{task: task,
+		identity: apitype.AgentIdentity{Spec: apitype.AgentNull},
+		spec:     queuedSpec{Task: task.ID, Agent: apitype.AgentNull, Timeout: "1m0s"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-broke; err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := s.awaitStored(wctx, run.Attempts[0])
+	if _, rerr := db.Exec(`ALTER TABLE scored_gone RENAME TO scored`); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.State != apitype.StateInfraError || !strings.Contains(a.InfraError, "unable to record the end") {
+		t.Errorf("got state %s (%q), want an infra error of the unrecorded end", a.State, a.InfraError)
 	}
 }
 
