@@ -1,0 +1,165 @@
+package fsmon_test
+
+import (
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"benchd.dev/fsmon"
+	"benchd.dev/fsmon/journal"
+)
+
+// TestLongPaths: a path of PATH_MAX-1 bytes works in the view as on a
+// native file system, though the backing directory's own path in front
+// of it would pass PATH_MAX, and every change at that depth is
+// journaled (the journal replays to the final tree). The calls are made
+// relative to a descriptor of a directory of the view (as a process
+// makes them relative to its working directory): the view's root, and
+// a directory below it, from which the path relative to the root is
+// longer than PATH_MAX.
+func TestLongPaths(t *testing.T) {
+	const pathMax = 4096
+	name := func(c byte) string { return strings.Repeat(string(c), 255) }
+	// 15 directories of 255 bytes and a last name of 255: 4095 bytes.
+	var dirs []string
+	for i := range 15 {
+		dirs = append(dirs, name(byte('a'+i)))
+	}
+	dir := path.Join(dirs...)
+	at := func(c byte) string { return dir + "/" + name(c) }
+	if got := len(at('x')); got != pathMax-1 {
+		t.Fatalf("test path: got %d bytes, want %d", got, pathMax-1)
+	}
+	for _, c := range []struct {
+		name string
+		mode fsmon.Mode
+		base string // the directory the calls are relative to
+	}{
+		{"content", fsmon.ModeContent, ""},
+		{"writes", fsmon.ModeWrites, ""},
+		{"content-below", fsmon.ModeContent, "work"},
+		{"writes-below", fsmon.ModeWrites, "work"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mode := c.mode
+			v := mountWith(t, fsmon.Config{Mode: mode, Policy: allowAll})
+			if c.base != "" {
+				if err := os.Mkdir(v.p(c.base), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mnt, err := unix.Open(v.p(c.base), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(mnt)
+			// The records' paths are relative to the view's root.
+			rel := func(p string) string { return path.Join(c.base, p) }
+			step := func(what string, err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatalf("%s at %d bytes: %v", what, len(at('x')), err)
+				}
+			}
+			for i := range dirs {
+				step("mkdir of the chain", unix.Mkdirat(mnt, path.Join(dirs[:i+1]...), 0o755))
+			}
+			file, sub, fifo, hard, moved, link := at('f'), at('d'), at('p'), at('h'), at('m'), at('l')
+
+			step("mkdir", unix.Mkdirat(mnt, sub, 0o750))
+			fd, err := unix.Openat(mnt, file, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o644)
+			step("create", err)
+			_, err = unix.Write(fd, []byte("hello, "))
+			step("write", err)
+			step("setxattr", unix.Fsetxattr(fd, "user.note", []byte("deep"), 0))
+			unix.Close(fd)
+			fd, err = unix.Openat(mnt, file, unix.O_WRONLY|unix.O_APPEND|unix.O_CLOEXEC, 0)
+			step("open", err)
+			_, err = unix.Write(fd, []byte("world\n"))
+			step("write", err)
+			unix.Close(fd)
+			step("chmod", unix.Fchmodat(mnt, file, 0o600, 0))
+			step("chown", unix.Fchownat(mnt, file, 1000, 1000, unix.AT_SYMLINK_NOFOLLOW))
+			// truncate(2) takes no directory descriptor: the
+			// directory's magic link keeps the path short.
+			dfd, err := unix.Openat(mnt, dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			step("open the directory", err)
+			step("truncate", unix.Truncate("/proc/self/fd/"+strconv.Itoa(dfd)+"/"+name('f'), 5))
+			unix.Close(dfd)
+			step("utimens", unix.UtimesNanoAt(mnt, file, []unix.Timespec{{Sec: 1000}, {Sec: 2000}}, unix.AT_SYMLINK_NOFOLLOW))
+			step("link", unix.Linkat(mnt, file, mnt, hard, 0))
+			step("rename", unix.Renameat(mnt, hard, mnt, moved))
+			step("symlink", unix.Symlinkat(name('f'), mnt, link))
+			step("mkfifo", unix.Mknodat(mnt, fifo, syscall.S_IFIFO|0o640, 0))
+			step("unlink", unix.Unlinkat(mnt, moved, 0))
+			step("rmdir", unix.Unlinkat(mnt, sub, unix.AT_REMOVEDIR))
+
+			var st unix.Stat_t
+			step("stat", unix.Fstatat(mnt, file, &st, unix.AT_SYMLINK_NOFOLLOW))
+			if st.Size != 5 || st.Mode&0o7777 != 0o600 || st.Uid != 1000 || st.Mtim.Sec != 2000 {
+				t.Errorf("file at the bottom: got size %d, mode %#o, uid %d, mtime %d; want 5, 0600, 1000, 2000", st.Size, st.Mode&0o7777, st.Uid, st.Mtim.Sec)
+			}
+			buf := make([]byte, 300)
+			n, err := unix.Readlinkat(mnt, link, buf)
+			if step("readlink", err); string(buf[:n]) != name('f') {
+				t.Errorf("readlink: got %q, want the file's name", buf[:n])
+			}
+			fd, err = unix.Openat(mnt, file, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			step("open for reading", err)
+			n, _ = unix.Read(fd, buf)
+			if string(buf[:n]) != "hello" {
+				t.Errorf("read back %q, want %q", buf[:n], "hello")
+			}
+			n, err = unix.Fgetxattr(fd, "user.note", buf)
+			if step("getxattr", err); string(buf[:n]) != "deep" {
+				t.Errorf("getxattr: got %q, want %q", buf[:n], "deep")
+			}
+			unix.Close(fd)
+			dfd, err = unix.Openat(mnt, dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			step("open the directory", err)
+			names, err := os.NewFile(uintptr(dfd), "dir").Readdirnames(-1)
+			step("readdir", err)
+			if len(names) != 3 {
+				t.Errorf("readdir: got %d entries, want 3 (file, fifo, symlink)", len(names))
+			}
+
+			recs := v.finish()
+			for _, w := range []struct {
+				op journal.Op
+				p  string
+			}{
+				{journal.OpMkdir, dir},
+				{journal.OpMkdir, sub},
+				{journal.OpCreate, file},
+				{journal.OpSetxattr, file},
+				{journal.OpOpen, file},
+				{journal.OpChmod, file},
+				{journal.OpChown, file},
+				{journal.OpUtimens, file},
+				{journal.OpTruncate, file},
+				{journal.OpRelease, file},
+				{journal.OpLink, hard},
+				{journal.OpRename, moved},
+				{journal.OpSymlink, link},
+				{journal.OpMknod, fifo},
+				{journal.OpUnlink, moved},
+				{journal.OpRmdir, sub},
+			} {
+				want(t, recs, w.op, rel(w.p), journal.Allowed, "ok")
+			}
+			if tr := want(t, recs, journal.OpTruncate, rel(file), journal.Allowed, "ok"); tr.SHA256 != sum([]byte("hello")) {
+				t.Errorf("truncate by path: recorded content %s, want that of %q", tr.SHA256, "hello")
+			}
+			if mode == fsmon.ModeWrites {
+				if got := len(find(recs, journal.OpWrite, rel(file))); got != 2 {
+					t.Errorf("writes mode: got %d write records, want 2", got)
+				}
+			}
+		})
+	}
+}
