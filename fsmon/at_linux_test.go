@@ -163,3 +163,54 @@ func TestLongPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestNoLinkFollowed: a directory of the backing tree swapped for a
+// link after the kernel looked it up (what a race with the view could
+// leave) leads no operation out of the backing tree: each fails, and
+// what the link points at is unchanged.
+func TestNoLinkFollowed(t *testing.T) {
+	v := mount(t, fsmon.ModeContent)
+	outside := t.TempDir()
+	if err := os.WriteFile(outside+"/mod.py", []byte("outside\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The kernel caches the entries it looked up: later calls name
+	// the nodes, and the view resolves their paths.
+	if _, err := os.Stat(v.p("src/pkg/mod.py")); err != nil {
+		t.Fatal(err)
+	}
+	pkg := v.backing + "/src/pkg"
+	if err := os.Rename(pkg, v.backing+"/src/pkg.real"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, pkg); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		do   func() error
+	}{
+		{"chmod", func() error { return os.Chmod(v.p("src/pkg/mod.py"), 0o600) }},
+		{"chown", func() error { return os.Lchown(v.p("src/pkg/mod.py"), 1000, 1000) }},
+		{"truncate", func() error { return os.Truncate(v.p("src/pkg/mod.py"), 1) }},
+		{"setxattr", func() error { return unix.Lsetxattr(v.p("src/pkg/mod.py"), "user.x", []byte("1"), 0) }},
+		{"mkdir", func() error { return os.Mkdir(v.p("src/pkg/new"), 0o755) }},
+		{"create", func() error { return os.WriteFile(v.p("src/pkg/new.py"), nil, 0o644) }},
+		{"symlink", func() error { return os.Symlink("x", v.p("src/pkg/link")) }},
+		{"unlink", func() error { return os.Remove(v.p("src/pkg/mod.py")) }},
+	} {
+		if err := c.do(); err == nil {
+			t.Errorf("%s through the swapped directory: succeeded, want an error", c.what)
+		}
+	}
+	st, err := os.Lstat(outside + "/mod.py")
+	if err != nil || st.Mode().Perm() != 0o644 || st.Size() != 8 || st.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("the file the link points at changed: %v, %v", st, err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 1 {
+		t.Errorf("the directory the link points at holds %d entries, want 1", len(ents))
+	}
+	// Put the tree back, so that the journal still accounts for it.
+	os.Remove(pkg)
+	os.Rename(v.backing+"/src/pkg.real", pkg)
+}
