@@ -665,8 +665,8 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 // the only writer, so the reply is cached as long as a lookup's.
 func (n *node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	var errno syscall.Errno
-	if fs, ok := unwrap(f).(gofs.FileSetattrer); ok && f != nil {
-		errno = fs.Setattr(ctx, in, out)
+	if fsa, ok := unwrap(f).(gofs.FileSetattrer); ok && f != nil {
+		errno = fsa.Setattr(ctx, in, out)
 	} else {
 		errno = n.setattrPath(in, out)
 	}
