@@ -69,7 +69,7 @@ func TestLongPaths(t *testing.T) {
 			for i := range dirs {
 				step("mkdir of the chain", unix.Mkdirat(mnt, path.Join(dirs[:i+1]...), 0o755))
 			}
-			file, sub, fifo, hard, moved, link := at('f'), at('d'), at('p'), at('h'), at('m'), at('l')
+			file, sub, fifo, hard, moved, link, short := at('f'), at('d'), at('p'), at('h'), at('m'), at('l'), at('t')
 
 			step("mkdir", unix.Mkdirat(mnt, sub, 0o750))
 			fd, err := unix.Openat(mnt, file, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o644)
@@ -77,20 +77,30 @@ func TestLongPaths(t *testing.T) {
 			_, err = unix.Write(fd, []byte("hello, "))
 			step("write", err)
 			step("setxattr", unix.Fsetxattr(fd, "user.note", []byte("deep"), 0))
-			unix.Close(fd)
-			fd, err = unix.Openat(mnt, file, unix.O_WRONLY|unix.O_APPEND|unix.O_CLOEXEC, 0)
-			step("open", err)
 			_, err = unix.Write(fd, []byte("world\n"))
 			step("write", err)
 			unix.Close(fd)
 			step("chmod", unix.Fchmodat(mnt, file, 0o600, 0))
 			step("chown", unix.Fchownat(mnt, file, 1000, 1000, unix.AT_SYMLINK_NOFOLLOW))
 			// truncate(2) takes no directory descriptor: the
-			// directory's magic link keeps the path short.
+			// directory's magic link keeps the path short. The
+			// file is made by mknod, not opened, so that no release
+			// of it is still on its way (the kernel sends RELEASE
+			// after close returns, and one that read the content
+			// before the truncate would be recorded after it).
+			step("mknod", unix.Mknodat(mnt, short, syscall.S_IFREG|0o644, 0))
 			dfd, err := unix.Openat(mnt, dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 			step("open the directory", err)
-			step("truncate", unix.Truncate("/proc/self/fd/"+strconv.Itoa(dfd)+"/"+name('f'), 5))
+			step("truncate", unix.Truncate("/proc/self/fd/"+strconv.Itoa(dfd)+"/"+name('t'), 5))
 			unix.Close(dfd)
+			// Each file has one handle open for writing, one after
+			// the other: the releases of two, which the kernel sends
+			// late, could be recorded in either order.
+			fd, err = unix.Openat(mnt, short, unix.O_WRONLY|unix.O_APPEND|unix.O_CLOEXEC, 0)
+			step("open", err)
+			_, err = unix.Write(fd, []byte("x"))
+			step("write", err)
+			unix.Close(fd)
 			step("utimens", unix.UtimesNanoAt(mnt, file, []unix.Timespec{{Sec: 1000}, {Sec: 2000}}, unix.AT_SYMLINK_NOFOLLOW))
 			step("link", unix.Linkat(mnt, file, mnt, hard, 0))
 			step("rename", unix.Renameat(mnt, hard, mnt, moved))
@@ -101,8 +111,8 @@ func TestLongPaths(t *testing.T) {
 
 			var st unix.Stat_t
 			step("stat", unix.Fstatat(mnt, file, &st, unix.AT_SYMLINK_NOFOLLOW))
-			if st.Size != 5 || st.Mode&0o7777 != 0o600 || st.Uid != 1000 || st.Mtim.Sec != 2000 {
-				t.Errorf("file at the bottom: got size %d, mode %#o, uid %d, mtime %d; want 5, 0600, 1000, 2000", st.Size, st.Mode&0o7777, st.Uid, st.Mtim.Sec)
+			if st.Size != 13 || st.Mode&0o7777 != 0o600 || st.Uid != 1000 || st.Mtim.Sec != 2000 {
+				t.Errorf("file at the bottom: got size %d, mode %#o, uid %d, mtime %d; want 13, 0600, 1000, 2000", st.Size, st.Mode&0o7777, st.Uid, st.Mtim.Sec)
 			}
 			buf := make([]byte, 300)
 			n, err := unix.Readlinkat(mnt, link, buf)
@@ -112,8 +122,8 @@ func TestLongPaths(t *testing.T) {
 			fd, err = unix.Openat(mnt, file, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 			step("open for reading", err)
 			n, _ = unix.Read(fd, buf)
-			if string(buf[:n]) != "hello" {
-				t.Errorf("read back %q, want %q", buf[:n], "hello")
+			if string(buf[:n]) != "hello, world\n" {
+				t.Errorf("read back %q, want %q", buf[:n], "hello, world\n")
 			}
 			n, err = unix.Fgetxattr(fd, "user.note", buf)
 			if step("getxattr", err); string(buf[:n]) != "deep" {
@@ -124,8 +134,8 @@ func TestLongPaths(t *testing.T) {
 			step("open the directory", err)
 			names, err := os.NewFile(uintptr(dfd), "dir").Readdirnames(-1)
 			step("readdir", err)
-			if len(names) != 3 {
-				t.Errorf("readdir: got %d entries, want 3 (file, fifo, symlink)", len(names))
+			if len(names) != 4 {
+				t.Errorf("readdir: got %d entries, want 4 (two files, fifo, symlink)", len(names))
 			}
 
 			recs := v.finish()
@@ -137,11 +147,12 @@ func TestLongPaths(t *testing.T) {
 				{journal.OpMkdir, sub},
 				{journal.OpCreate, file},
 				{journal.OpSetxattr, file},
-				{journal.OpOpen, file},
+				{journal.OpOpen, short},
 				{journal.OpChmod, file},
 				{journal.OpChown, file},
 				{journal.OpUtimens, file},
-				{journal.OpTruncate, file},
+				{journal.OpMknod, short},
+				{journal.OpTruncate, short},
 				{journal.OpRelease, file},
 				{journal.OpLink, hard},
 				{journal.OpRename, moved},
@@ -152,12 +163,12 @@ func TestLongPaths(t *testing.T) {
 			} {
 				want(t, recs, w.op, rel(w.p), journal.Allowed, "ok")
 			}
-			if tr := want(t, recs, journal.OpTruncate, rel(file), journal.Allowed, "ok"); tr.SHA256 != sum([]byte("hello")) {
-				t.Errorf("truncate by path: recorded content %s, want that of %q", tr.SHA256, "hello")
+			if tr := want(t, recs, journal.OpTruncate, rel(short), journal.Allowed, "ok"); tr.SHA256 != sum(make([]byte, 5)) || tr.Size != 5 {
+				t.Errorf("truncate by path: recorded content %s of %d bytes, want 5 zero bytes", tr.SHA256, tr.Size)
 			}
 			if mode == fsmon.ModeWrites {
-				if got := len(find(recs, journal.OpWrite, rel(file))); got != 2 {
-					t.Errorf("writes mode: got %d write records, want 2", got)
+				if got := len(find(recs, journal.OpWrite, rel(file))) + len(find(recs, journal.OpWrite, rel(short))); got != 3 {
+					t.Errorf("writes mode: got %d write records, want 3", got)
 				}
 			}
 		})
