@@ -114,7 +114,9 @@ func (v *View) tooBig(end int64, in *gofs.Inode, size func() (int64, bool)) bool
 func (v *View) sizeOfPath(rel string) func() (int64, bool) {
 	return func() (int64, bool) {
 		var st unix.Stat_t
-		if err := unix.Lstat(v.backingPath(rel), &st); err != nil {
+		if v.inParent(rel, func(dirfd int, name string) error {
+			return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		}) != 0 {
 			return 0, false
 		}
 		return st.Size, true

@@ -11,6 +11,18 @@
 // the kernel may cache entries and attributes for a long time (Config.
 // CacheTimeout): repeated lookups and stats never reach the daemon.
 //
+// The view reaches the backing tree only relative to a descriptor of
+// the backing directory, opened at mount, with the *at system calls:
+// a path of the view is as long in the backing tree as in the view, so
+// paths near and past PATH_MAX (reached from a working directory deep
+// in the view) work as on a local file system. Each path is resolved
+// beneath that directory and through no symlink (openat2 with
+// RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS), and its last component is
+// never followed: the kernel resolves the view's symlinks itself, so a
+// path of the tree holds none, and a link that a race left in the way
+// fails the operation (ELOOP) instead of leading it out of the backing
+// tree.
+//
 // The view is mounted with default_permissions: the kernel checks each
 // caller against the mode bits and owners of the view's files, as on a
 // local file system, before the request reaches fsmon (which serves it
@@ -157,9 +169,9 @@
 // outside the repository (see internal/testenv.ThirdParty) and built at
 // test time.
 //
-// Measured on 2026-12-02, 2,078 assertions fail in each mode: 329
-// device nodes, 185 setid bits, 1,504 that follow from those two, and
-// 60 long paths. What fails by design:
+// Measured on 2026-12-02, 2,024 assertions fail in each mode, all by
+// design: 331 device nodes, 185 setid bits and 1,508 that follow from
+// those two:
 //
 //   - Device nodes: mknod of a character or block device is refused
 //     with EPERM. The view is mounted nodev anyway, so such a node would
@@ -177,19 +189,16 @@
 // O_TMPFILE is refused too (see "Files with no name left"); pjdfstest
 // does not test it.
 //
-// What fails and is a bug, still open: paths near PATH_MAX. The
-// loopback works on absolute backing paths, so the backing directory's
-// prefix pushes a relative path of PATH_MAX-1 bytes over the limit and
-// the operation fails with ENAMETOOLONG (the 03.t files of each
-// syscall, open/02.t, rename/02.t). Working relative to directory
-// descriptors (openat and friends) would fix it.
-//
 // Fixed after the suite found them: files of mode 0000 were shown as
 // 0644 (go-fuse's default without Options.NullPermissions), so the
-// kernel's permission checks let any caller read them; and new files,
+// kernel's permission checks let any caller read them; new files,
 // directories and fifos lost the bits of the serving process's own
 // umask (and directories the sticky bit), which also made the journal's
-// replay disagree with the final tree.
+// replay disagree with the final tree; and paths near PATH_MAX failed
+// with ENAMETOOLONG (60 assertions in each mode: the 03.t files of each
+// syscall, rename/02.t), because go-fuse's loopback worked on absolute
+// backing paths, whose prefix pushed them over the limit (see "The
+// view").
 //
 // # Forking from the serving process
 //

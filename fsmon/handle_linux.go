@@ -329,25 +329,11 @@ func errnoOf(err error) syscall.Errno {
 }
 
 // storePath stores the content of the regular file at rel, relative to
-// the backing directory, as store does. The path is walked a component
-// at a time without following any link, so that a name the agent
-// swapped for a link cannot make the view read outside its tree.
+// the backing directory, as store does. The path is resolved through
+// no link at any component (openAt), so that a name the agent swapped
+// for a link cannot make the view read outside its tree.
 func (v *View) storePath(rel string) (string, int64, syscall.Errno) {
-	dir, err := unix.Open(v.backingReal, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", 0, errnoOf(err)
-	}
-	parts := strings.Split(rel, "/")
-	for _, part := range parts[:len(parts)-1] {
-		next, err := unix.Openat(dir, part, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(dir)
-		if err != nil {
-			return "", 0, errnoOf(err)
-		}
-		dir = next
-	}
-	fd, err := unix.Openat(dir, parts[len(parts)-1], unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	unix.Close(dir)
+	fd, err := v.openAt(rel, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return "", 0, errnoOf(err)
 	}

@@ -2,10 +2,8 @@ package fsmon
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,11 +56,6 @@ func (n *node) rel() string {
 // child is the relative path of name in this directory.
 func (n *node) child(name string) string {
 	return path.Join(n.rel(), name)
-}
-
-// backingPath is the absolute backing path of a relative path.
-func (v *View) backingPath(rel string) string {
-	return filepath.Join(v.backing, filepath.FromSlash(rel))
 }
 
 // relOf walks an inode's parents to the root. It reports false for an
@@ -242,21 +235,21 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	// CREATE may open a file that exists (without O_EXCL): only a new
 	// one is an entry more.
 	var entries int64
-	if _, err := os.Lstat(n.v.backingPath(rec.Path)); err != nil {
+	if !n.v.exists(rec.Path) {
 		entries = 1
 	}
 	d, errno := n.admit(ctx, rec, cost{entries: entries, writing: true}, rec.Path)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	ch, fh, ff, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
+	ch, fh, errno := n.createFile(ctx, name, flags, mode, out)
 	if errno == 0 && entries == 1 {
-		if fd, ok := fdOf(fh); ok {
+		if fd, ok := fh.PassthroughFd(); ok {
 			errno = exactMode(&out.Attr, mode, func(m uint32) error { return unix.Fchmod(fd, m) })
 		}
 		if errno != 0 {
-			fh.(*gofs.LoopbackFile).Release(ctx)
-			n.LoopbackNode.Unlink(ctx, name)
+			fh.Release(ctx)
+			n.unlinkAt(rec.Path, 0)
 		}
 	}
 	rec.Decision = d
@@ -265,27 +258,27 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		n.v.addFiles(-entries)
 		return nil, nil, 0, errno
 	}
-	return ch, n.v.newHandle(fh.(*gofs.LoopbackFile), ch, rec), ff, 0
+	return ch, n.v.newHandle(fh, ch, rec), 0, 0
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	writing := flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0
 	if !writing {
-		fh, ff, errno := n.LoopbackNode.Open(ctx, flags)
+		fh, errno := n.openFile(flags)
 		if errno != 0 {
 			return nil, 0, errno
 		}
 		// Keep the page cache (it matters without passthrough, in
 		// writes mode): every write to the file goes through this
 		// kernel, which keeps the cache current.
-		return &readHandle{fh.(*gofs.LoopbackFile)}, ff | fuse.FOPEN_KEEP_CACHE, 0
+		return &readHandle{fh}, fuse.FOPEN_KEEP_CACHE, 0
 	}
 	rec := journal.Record{Op: journal.OpOpen, Path: n.rel(), Flags: flags}
 	d, errno := n.admit(ctx, rec, cost{writing: true}, rec.Path)
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	fh, ff, errno := n.LoopbackNode.Open(ctx, flags)
+	fh, errno := n.openFile(flags)
 	rec.Decision = d
 	rec = n.record(ctx, rec, errno)
 	if errno != 0 {
@@ -295,7 +288,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		tr := journal.Record{Op: journal.OpTruncate, Path: rec.Path, Decision: d, PID: rec.PID, UID: rec.UID, Comm: rec.Comm, Result: "ok"}
 		n.v.append(tr)
 	}
-	return n.v.newHandle(fh.(*gofs.LoopbackFile), n.EmbeddedInode(), rec), ff, 0
+	return n.v.newHandle(fh, n.EmbeddedInode(), rec), 0, 0
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -307,11 +300,13 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if errno != 0 {
 		return nil, errno
 	}
-	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	ch, errno := n.made(ctx, rec.Path, true, unix.AT_REMOVEDIR, func(dirfd int, name string) error {
+		return unix.Mkdirat(dirfd, name, mode)
+	}, out)
 	if errno == 0 {
-		errno = exactMode(&out.Attr, mode, n.chmodChild(name))
+		errno = exactMode(&out.Attr, mode, n.chmodChild(rec.Path))
 		if errno != 0 {
-			n.LoopbackNode.Rmdir(ctx, name)
+			n.unlinkAt(rec.Path, unix.AT_REMOVEDIR)
 			ch = nil
 		}
 	}
@@ -334,11 +329,13 @@ func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *f
 	if errno != 0 {
 		return nil, errno
 	}
-	ch, errno := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+	ch, errno := n.made(ctx, rec.Path, true, 0, func(dirfd int, name string) error {
+		return unix.Mknodat(dirfd, name, mode, int(rdev))
+	}, out)
 	if errno == 0 {
-		errno = exactMode(&out.Attr, mode, n.chmodChild(name))
+		errno = exactMode(&out.Attr, mode, n.chmodChild(rec.Path))
 		if errno != 0 {
-			n.LoopbackNode.Unlink(ctx, name)
+			n.unlinkAt(rec.Path, 0)
 			ch = nil
 		}
 	}
@@ -364,12 +361,33 @@ func exactMode(attr *fuse.Attr, mode uint32, chmod func(uint32) error) syscall.E
 	return 0
 }
 
-// chmodChild changes the mode of the entry name of this directory in the
-// backing tree, not following a symlink.
-func (n *node) chmodChild(name string) func(uint32) error {
+// chmodChild changes the mode of the entry rel of the backing tree, not
+// following a symlink.
+func (n *node) chmodChild(rel string) func(uint32) error {
 	return func(m uint32) error {
-		return unix.Fchmodat(unix.AT_FDCWD, n.v.backingPath(n.child(name)), m, 0)
+		if errno := n.v.inParent(rel, func(dirfd int, name string) error {
+			return unix.Fchmodat(dirfd, name, m, unix.AT_SYMLINK_NOFOLLOW)
+		}); errno != 0 {
+			return errno
+		}
+		return nil
 	}
+}
+
+// unlinkAt removes the entry rel of the backing tree (a directory with
+// flags AT_REMOVEDIR).
+func (n *node) unlinkAt(rel string, flags int) syscall.Errno {
+	return n.v.inParent(rel, func(dirfd int, name string) error {
+		return unix.Unlinkat(dirfd, name, flags)
+	})
+}
+
+// exists reports whether the backing tree has an entry rel.
+func (v *View) exists(rel string) bool {
+	return v.inParent(rel, func(dirfd int, name string) error {
+		var st unix.Stat_t
+		return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	}) == 0
 }
 
 // Tmpfile (O_TMPFILE) is refused: an unnamed file could later be linked
@@ -388,7 +406,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	child := n.GetChild(name)
 	n.v.renameMu.Lock()
 	defer n.v.renameMu.Unlock()
-	errno = n.LoopbackNode.Unlink(ctx, name)
+	errno = n.unlinkAt(rec.Path, 0)
 	rec.Decision = d
 	n.record(ctx, rec, errno)
 	if errno == 0 {
@@ -427,7 +445,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if errno != 0 {
 		return errno
 	}
-	errno = n.LoopbackNode.Rmdir(ctx, name)
+	errno = n.unlinkAt(rec.Path, unix.AT_REMOVEDIR)
 	rec.Decision = d
 	n.record(ctx, rec, errno)
 	if errno == 0 {
@@ -458,9 +476,15 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	// A rename that replaces an entry leaves one entry fewer (the
 	// kernel holds both directories locked, so the target cannot
 	// change before the rename).
-	_, err := os.Lstat(n.v.backingPath(to))
-	replaces := err == nil && flags&unix.RENAME_EXCHANGE == 0
-	errno = n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
+	replaces := flags&unix.RENAME_EXCHANGE == 0 && n.v.exists(to)
+	errno = n.v.inParent(from, func(fromDir int, fromName string) error {
+		if errno := n.v.inParent(to, func(toDir int, toName string) error {
+			return unix.Renameat2(fromDir, fromName, toDir, toName, uint(flags))
+		}); errno != 0 {
+			return errno
+		}
+		return nil
+	})
 	rec.Decision = d
 	n.record(ctx, rec, errno)
 	if errno == 0 && replaces {
@@ -473,21 +497,35 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 // from to to moves: from itself and, for a directory, every path below.
 func (v *View) movedPaths(from, to string) []string {
 	paths := []string{from, to}
-	root := v.backingPath(from)
-	st, err := os.Lstat(root)
-	if err != nil || !st.IsDir() {
-		return paths
+	fd, err := v.openAt(from, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return paths // not a directory
 	}
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == root {
-			return nil
-		}
-		sub, _ := filepath.Rel(root, p)
-		sub = filepath.ToSlash(sub)
+	walkBelow(fd, "", func(sub string) {
 		paths = append(paths, path.Join(from, sub), path.Join(to, sub))
-		return nil
 	})
 	return paths
+}
+
+// walkBelow calls fn with the path, relative to the directory open at
+// dir, of every entry below it, directories before what they hold. It
+// closes dir. Each directory is opened relative to its parent's
+// descriptor, so that no path is longer than one name.
+func walkBelow(dir int, prefix string, fn func(sub string)) {
+	f := os.NewFile(uintptr(dir), "")
+	defer f.Close()
+	names, _ := f.Readdirnames(-1)
+	for _, name := range names {
+		sub := path.Join(prefix, name)
+		fn(sub)
+		var st unix.Stat_t
+		if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			continue
+		}
+		if fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+			walkBelow(fd, sub, fn)
+		}
+	}
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -496,7 +534,9 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if errno != 0 {
 		return nil, errno
 	}
-	ch, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
+	ch, errno := n.made(ctx, rec.Path, true, 0, func(dirfd int, name string) error {
+		return unix.Symlinkat(target, dirfd, name)
+	}, out)
 	rec.Decision = d
 	n.record(ctx, rec, errno)
 	n.v.failed(errno, 1)
@@ -515,7 +555,14 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	if errno != 0 {
 		return nil, errno
 	}
-	ch, errno := n.LoopbackNode.Link(ctx, target, name, out)
+	ch, errno := n.made(ctx, rec.Path2, false, 0, func(dirfd int, name string) error {
+		if errno := n.v.inParent(src, func(srcDir int, srcName string) error {
+			return unix.Linkat(srcDir, srcName, dirfd, name, 0)
+		}); errno != 0 {
+			return errno
+		}
+		return nil
+	}, out)
 	rec.Decision = d
 	n.record(ctx, rec, errno)
 	n.v.failed(errno, 1)
@@ -617,7 +664,12 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 // GETATTR round trip (after every utimensat of tar, for one); fsmon is
 // the only writer, so the reply is cached as long as a lookup's.
 func (n *node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	errno := n.LoopbackNode.Setattr(ctx, unwrap(f), in, out)
+	var errno syscall.Errno
+	if fsa, ok := unwrap(f).(gofs.FileSetattrer); ok && f != nil {
+		errno = fsa.Setattr(ctx, in, out)
+	} else {
+		errno = n.setattrPath(in, out)
+	}
 	if errno == 0 {
 		out.SetTimeout(n.v.cfg.CacheTimeout)
 	}
@@ -643,7 +695,7 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 	if errno != 0 {
 		return errno
 	}
-	errno = n.LoopbackNode.Setxattr(ctx, attr, data, flags)
+	errno = n.setxattr(attr, data, flags)
 	rec.Decision = d
 	n.record(ctx, rec, errno)
 	return errno
@@ -655,7 +707,7 @@ func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	if errno != 0 {
 		return errno
 	}
-	errno = n.LoopbackNode.Removexattr(ctx, attr)
+	errno = n.removexattr(attr)
 	rec.Decision = d
 	n.record(ctx, rec, errno)
 	return errno

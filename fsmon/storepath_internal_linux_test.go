@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"benchd.dev/fsmon/journal"
 )
 
@@ -21,7 +23,12 @@ func TestStorePathFollowsNoLink(t *testing.T) {
 	os.Symlink(outside, filepath.Join(backing, "linkdir"))
 	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(backing, "src", "link.py"))
 	syscall.Mkfifo(filepath.Join(backing, "src", "fifo"), 0o644)
-	v := &View{backingReal: backing, blobs: &journal.Blobs{Dir: t.TempDir()}, log: slog.New(slog.DiscardHandler)}
+	root, err := unix.Open(backing, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(root) })
+	v := &View{backingReal: backing, rootFd: root, blobs: &journal.Blobs{Dir: t.TempDir()}, log: slog.New(slog.DiscardHandler)}
 
 	sum, size, errno := v.storePath("src/f.py")
 	if errno != 0 || sum != journal.HashBytes([]byte("x = 1\n")) || size != 6 {

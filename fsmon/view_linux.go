@@ -87,11 +87,18 @@ type View struct {
 	// backingReal is backing with symlinks resolved: the prefix of the
 	// names the kernel gives the backing descriptors.
 	backingReal string
-	start       time.Time
-	server      *fuse.Server
-	root        *node
-	log         *slog.Logger
-	callers     callers
+	// rootFile is an O_PATH descriptor of the backing directory,
+	// rootFd its number, dev its device: every path of the backing
+	// tree is reached relative to it (see at_linux.go). It stays open
+	// while the view serves.
+	rootFile *os.File
+	rootFd   int
+	dev      uint64
+	start    time.Time
+	server   *fuse.Server
+	root     *node
+	log      *slog.Logger
+	callers  callers
 
 	// renameMu orders release records, whose path is read from the
 	// backing descriptor, with the records of renames and unlinks,
@@ -191,11 +198,18 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 		return nil, err
 	}
 
-	var st syscall.Stat_t
-	if err := syscall.Stat(backing, &st); err != nil {
+	rootFd, err := unix.Open(backing, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("unable to open %s: %w", backing, err)
+	}
+	v.rootFile, v.rootFd = os.NewFile(uintptr(rootFd), backing), rootFd
+	var st unix.Stat_t
+	if err := unix.Fstat(rootFd, &st); err != nil {
+		v.rootFile.Close()
 		return nil, err
 	}
-	lroot := &fs.LoopbackRoot{Path: backing, Dev: uint64(st.Dev)}
+	v.dev = st.Dev
+	lroot := &fs.LoopbackRoot{Path: backing, Dev: st.Dev}
 	v.root = &node{LoopbackNode: &fs.LoopbackNode{RootData: lroot}, v: v}
 	lroot.RootNode = v.root
 
@@ -235,11 +249,13 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 	raw := &rawView{RawFileSystem: fs.NewNodeFS(v.root, opts)}
 	server, err := fuse.NewServer(raw, mnt, &opts.MountOptions)
 	if err != nil {
+		v.rootFile.Close()
 		return nil, fmt.Errorf("unable to mount %s: %w", mnt, err)
 	}
 	go server.Serve()
 	if err := server.WaitMount(); err != nil {
 		// The serve loop ends by itself when the mount fails.
+		v.rootFile.Close()
 		return nil, fmt.Errorf("unable to mount %s: %w", mnt, err)
 	}
 	v.server = server
@@ -375,10 +391,13 @@ func (v *View) Unmount(ctx context.Context) error {
 	var errs []error
 	if err := v.server.Unmount(); err != nil {
 		// Busy: detach it so that nothing stays mounted; the serve loop
-		// ends when the last reference goes.
+		// ends when the last reference goes, and the root's
+		// descriptor is closed when the view is collected after it.
 		if err2 := unix.Unmount(v.mountpoint(), unix.MNT_DETACH); err2 != nil {
 			errs = append(errs, fmt.Errorf("unable to unmount %s: %w (lazy: %w)", v.mountpoint(), err, err2))
 		}
+	} else {
+		v.rootFile.Close()
 	}
 	final, err := journal.SnapshotTree(v.backing, v.blobs)
 	if err != nil {

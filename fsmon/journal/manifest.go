@@ -124,7 +124,7 @@ func checkPath(p string) error {
 // regular file, and the tree's manifest, in blobs. The manifest's hash is
 // t.ManifestHash().
 func SnapshotTree(dir string, blobs *Blobs) (Tree, error) {
-	t, err := walkTree(dir, blobs.PutFile)
+	t, err := walkTree(dir, blobs.PutOpenFile)
 	if err != nil {
 		return nil, err
 	}

@@ -178,26 +178,43 @@ func observe(tree Tree, backing string, blobs *Blobs) ([]Record, error) {
 	if backing == "" {
 		return nil, nil
 	}
+	// Paths are resolved relative to backing's descriptor, so that
+	// paths near PATH_MAX are observed too.
+	root, err := os.OpenRoot(backing)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
 	var out []Record
 	for _, p := range tree.Paths() {
 		e := tree[p]
 		if e.Type != "file" {
 			continue
 		}
-		fp := filepath.Join(backing, filepath.FromSlash(p))
-		if st, err := os.Lstat(fp); err != nil || !st.Mode().IsRegular() {
+		fp := filepath.FromSlash(p)
+		if st, err := root.Lstat(fp); err != nil || !st.Mode().IsRegular() {
 			continue
 		}
-		sha, size, err := hashFileSize(fp)
+		sha, size, err := hashIn(root, fp, hashOpenFile)
 		if err != nil || sha == e.SHA256 {
 			continue
 		}
-		if sha, size, err = blobs.PutFile(fp); err != nil {
+		if sha, size, err = hashIn(root, fp, blobs.PutOpenFile); err != nil {
 			return nil, err
 		}
 		out = append(out, Record{Op: OpRelease, Path: p, SHA256: sha, Size: size, Flags: ReleaseAtRecovery, Result: "ok"})
 	}
 	return out, nil
+}
+
+// hashIn opens the file fp of root and hashes (or stores) it with fn.
+func hashIn(root *os.Root, fp string, fn func(*os.File) (string, int64, error)) (string, int64, error) {
+	f, err := root.Open(fp)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	return fn(f)
 }
 
 // completePrefix reads r and returns its complete records (see

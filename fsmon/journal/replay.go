@@ -378,6 +378,13 @@ func Replay(recs []Record, blobs *Blobs, upTo uint64, dst string) error {
 	if err := emptyDir(dst); err != nil {
 		return err
 	}
+	// Every path is made relative to dst's descriptor, so that a tree
+	// whose paths are near PATH_MAX replays too.
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return fmt.Errorf("unable to replay into %s: %w", dst, err)
+	}
+	defer root.Close()
 	paths := make([]string, 0, len(s))
 	for p := range s {
 		paths = append(paths, p)
@@ -387,18 +394,18 @@ func Replay(recs []Record, blobs *Blobs, upTo uint64, dst string) error {
 	var dirs []string
 	for _, p := range paths {
 		n := s[p]
-		fp := filepath.Join(dst, filepath.FromSlash(p))
+		fp := filepath.FromSlash(p)
 		switch n.typ {
 		case "dir":
-			err = os.Mkdir(fp, 0o700) // its mode is set once it is filled
+			err = root.Mkdir(fp, 0o700) // its mode is set once it is filled
 			dirs = append(dirs, p)
 		case "symlink":
-			err = os.Symlink(n.target, fp)
+			err = root.Symlink(n.target, fp)
 		case "file":
 			if first, ok := written[n.ino]; ok {
-				err = os.Link(first, fp)
+				err = root.Link(first, fp)
 			} else {
-				err = writeBlob(blobs, n.ino.sha, fp, n.ino.mode)
+				err = writeBlob(blobs, n.ino.sha, root, fp, n.ino.mode)
 				written[n.ino] = fp
 			}
 		}
@@ -408,7 +415,7 @@ func Replay(recs []Record, blobs *Blobs, upTo uint64, dst string) error {
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
 		p := dirs[i]
-		if err := os.Chmod(filepath.Join(dst, filepath.FromSlash(p)), s[p].mode); err != nil {
+		if err := root.Chmod(filepath.FromSlash(p), s[p].mode); err != nil {
 			return fmt.Errorf("unable to replay %s: %w", p, err)
 		}
 	}
@@ -430,15 +437,15 @@ func emptyDir(dir string) error {
 	return nil
 }
 
-// writeBlob creates the file fp (which must not exist) with the content
-// of blob sha, checked against its hash, and mode.
-func writeBlob(blobs *Blobs, sha, fp string, mode fs.FileMode) error {
+// writeBlob creates the file fp of root (which must not exist) with the
+// content of blob sha, checked against its hash, and mode.
+func writeBlob(blobs *Blobs, sha string, root *os.Root, fp string, mode fs.FileMode) error {
 	rc, err := blobs.Open(sha)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	f, err := os.OpenFile(fp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := root.OpenFile(fp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
@@ -453,7 +460,7 @@ func writeBlob(blobs *Blobs, sha, fp string, mode fs.FileMode) error {
 	if got := hex.EncodeToString(h.Sum(nil)); got != sha {
 		return fmt.Errorf("blob %s: %w (content hashes to %s)", sha, ErrBlobCorrupt, got)
 	}
-	return os.Chmod(fp, mode)
+	return root.Chmod(fp, mode)
 }
 
 // VerifyReplay checks that replaying the journal up to the record before

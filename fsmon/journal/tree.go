@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"sort"
 )
 
@@ -37,27 +36,49 @@ func (t Tree) Paths() []string {
 // ScanTree walks dir and hashes every regular file. Other file types
 // (devices, sockets, fifos) are recorded with type "other".
 func ScanTree(dir string) (Tree, error) {
-	return walkTree(dir, hashFileSize)
+	return walkTree(dir, hashOpenFile)
 }
 
 // walkTree walks dir and builds its Tree; content is called for every
-// regular file and returns its hash and size (ScanTree only hashes,
-// SnapshotTree also stores the content as a blob).
-func walkTree(dir string, content func(p string) (string, int64, error)) (Tree, error) {
+// regular file, open for reading, and returns its hash and size
+// (ScanTree only hashes, SnapshotTree also stores the content as a
+// blob).
+//
+// Each directory is read through a descriptor opened relative to its
+// parent's (os.Root), never by a path from dir: a tree whose relative
+// paths are near PATH_MAX is walked as well as any other, though dir's
+// own path in front of them would pass the limit. No symlink is
+// followed out of dir.
+func walkTree(dir string, content func(f *os.File) (string, int64, error)) (Tree, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("unable to scan %s: %w", dir, err)
+	}
 	t := Tree{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		if rel == "." {
-			return nil
-		}
-		rel = filepath.ToSlash(rel)
-		info, err := d.Info()
+	err = walkDir(root, "", t, content)
+	root.Close()
+	if err != nil {
+		return nil, fmt.Errorf("unable to scan %s: %w", dir, err)
+	}
+	return t, nil
+}
+
+// walkDir adds the entries of directory dir, at prefix in the tree, and
+// everything below them to t.
+func walkDir(dir *os.Root, prefix string, t Tree, content func(f *os.File) (string, int64, error)) error {
+	f, err := dir.Open(".")
+	if err != nil {
+		return err
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		rel := path.Join(prefix, name)
+		info, err := dir.Lstat(name)
 		if err != nil {
 			return err
 		}
@@ -65,30 +86,43 @@ func walkTree(dir string, content func(p string) (string, int64, error)) (Tree, 
 		switch {
 		case info.Mode().IsRegular():
 			e.Type = "file"
-			sum, size, err := content(p)
+			f, err := dir.Open(name)
 			if err != nil {
 				return err
 			}
-			e.SHA256, e.Size = sum, size
+			if got, err := f.Stat(); err != nil || !os.SameFile(got, info) {
+				// Replaced since the Lstat (by a link, maybe).
+				f.Close()
+				return fmt.Errorf("%s: changed while scanned", rel)
+			}
+			e.SHA256, e.Size, err = content(f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("%s: %w", rel, err)
+			}
 		case info.IsDir():
 			e.Type = "dir"
-		case info.Mode()&fs.ModeSymlink != 0:
-			e.Type = "symlink"
-			target, err := os.Readlink(p)
+			sub, err := dir.OpenRoot(name)
 			if err != nil {
 				return err
 			}
-			e.Target = target
+			err = walkDir(sub, rel, t, content)
+			sub.Close()
+			if err != nil {
+				return err
+			}
+		case info.Mode()&fs.ModeSymlink != 0:
+			e.Type = "symlink"
+			e.Target, err = dir.Readlink(name)
+			if err != nil {
+				return err
+			}
 		default:
 			e.Type = "other"
 		}
 		t[rel] = e
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("unable to scan %s: %w", dir, err)
 	}
-	return t, nil
+	return nil
 }
 
 // HashFile returns the hex SHA-256 of the file at p.
@@ -114,6 +148,11 @@ func hashFileSize(p string) (string, int64, error) {
 		return "", 0, err
 	}
 	defer f.Close()
+	return hashOpenFile(f)
+}
+
+// hashOpenFile is hashFileSize of the file open as f, from its start.
+func hashOpenFile(f *os.File) (string, int64, error) {
 	h := sha256.New()
 	n, err := copySparse(nil, f, h)
 	if err != nil {
