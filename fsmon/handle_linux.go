@@ -219,6 +219,7 @@ func (h *handle) capture(ctx context.Context, atUnmount bool) {
 		return
 	}
 	h.captured = true
+	defer h.v.lockContent(h.inode)()
 	rec := journal.Record{Op: journal.OpRelease}
 	if atUnmount {
 		rec.Flags = 1

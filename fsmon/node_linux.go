@@ -640,7 +640,9 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		// A truncate by path (truncate(2)) to a size other than 0: no
 		// release of a handle follows with the content it leaves, so
 		// its record carries that content. Renames wait, so the path
-		// is the file's until the record is in.
+		// is the file's until the record is in; releases of the file
+		// wait, so their records keep the order of their reads.
+		defer n.v.lockContent(n.EmbeddedInode())()
 		n.v.renameMu.RLock()
 		defer n.v.renameMu.RUnlock()
 		errno = n.setattr(ctx, f, in, out)

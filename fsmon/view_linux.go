@@ -105,6 +105,14 @@ type View struct {
 	// which change that path: a release is recorded wholly before or
 	// wholly after each of them.
 	renameMu sync.RWMutex
+	// contentMu orders the records that carry a file's content (a
+	// release's capture, a truncate by path) as their reads of it: each
+	// reads the content and appends its record under the lock of the
+	// file's inode, taken before renameMu. Without it a release the
+	// kernel sends after close returns could read the content, let a
+	// truncate that follows the close read and record the new content,
+	// and then record the older one last. Striped by inode number.
+	contentMu [64]sync.Mutex
 
 	// blobs is the journal's blob store, counting what the view adds.
 	blobs *journal.Blobs
@@ -476,4 +484,12 @@ func (v *View) Changeset() (journal.Changeset, error) {
 		return nil, fmt.Errorf("%w: the view is still mounted", ErrInvalid)
 	}
 	return journal.DiffTrees(v.initial, v.final, v.cfg.Policy.IsIgnored), nil
+}
+
+// lockContent takes the content lock of inode (View.contentMu) and
+// returns its unlock.
+func (v *View) lockContent(inode *fs.Inode) func() {
+	mu := &v.contentMu[inode.StableAttr().Ino%uint64(len(v.contentMu))]
+	mu.Lock()
+	return mu.Unlock
 }

@@ -862,3 +862,36 @@ with tempfile.TemporaryFile(dir=sys.argv[1]) as f:
 		t.Errorf("TemporaryFile: got %d write and %d fallocate records of the unnamed file, want at least one each", writes, fallocs)
 	}
 }
+
+// TestReleaseOrder: the kernel sends a file's release after close
+// returns, so its capture can race with what follows the close: a
+// truncate by path, or the release of another handle of the same file.
+// The records of a file's content are ordered as their reads of it, so
+// the last one holds the file's last content and the journal replays to
+// the tree.
+func TestReleaseOrder(t *testing.T) {
+	for _, mode := range []fsmon.Mode{fsmon.ModeContent, fsmon.ModeWrites} {
+		t.Run(string(mode), func(t *testing.T) {
+			v := mount(t, mode)
+			p := v.p("src/counter.py")
+			for i := range 40 {
+				f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(f, "round %d: %s\n", i, strings.Repeat("x", 200))
+				g, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(g, "appended %d\n", i)
+				g.Close()
+				f.Close()
+				if err := os.Truncate(p, int64(5+i%7)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			v.finish() // verifies that the journal replays to the tree
+		})
+	}
+}
