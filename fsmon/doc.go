@@ -98,7 +98,11 @@
 // file's content hash at each release of a written file (and, for files
 // still open, at unmount). A shared mmap write reaches the backing file
 // through passthrough and is captured at the release that follows
-// munmap and close.
+// munmap and close. The kernel sends a release after close has returned,
+// so a release can race with what the agent does next (a truncate by
+// path, another handle's close): the records that carry a file's
+// content are appended in the order of their reads of it, under a lock
+// per inode, so the last one holds the file's last content.
 //
 // In ModeWrites passthrough is off and every write is recorded with its
 // offset and length (content is still captured at release).
