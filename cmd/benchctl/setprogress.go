@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -164,8 +165,8 @@ func (p *setProgress) set(i int, a apitype.Attempt) {
 	p.slots[i] = a
 }
 
-// ended records a, slot i's attempt, as ended and prints it: text (with
-// the count of the attempts done) or, in JSON, the event event makes of
+// ended records a, slot i's attempt, as ended and prints it: text (its
+// first line followed by the count of the attempts done) or, in JSON, the event event makes of
 // the set's view.
 func (p *setProgress) ended(i int, a apitype.Attempt, text string, event func(runView) any) {
 	p.mu.Lock()
@@ -176,7 +177,12 @@ func (p *setProgress) ended(i int, a apitype.Attempt, text string, event func(ru
 	case formJSON:
 		p.emit(event(v))
 	default:
-		p.print(fmt.Sprintf("%s [%d of %d done]", text, v.Total.Done, v.Total.Attempts))
+		first, rest, more := strings.Cut(text, "\n")
+		line := fmt.Sprintf("%s [%d of %d done]", first, v.Total.Done, v.Total.Attempts)
+		if more {
+			line += "\n" + rest
+		}
+		p.print(line)
 	}
 	if p.form == formTable {
 		p.redraw()
