@@ -23,6 +23,7 @@
 //	GET  /v1/attempts/{id}/export        -> the archive (application/x-tar, see ExportLayout)
 //	GET  /v1/tasks                       -> TaskList
 //	POST /v1/tasks/check[?task=ID]       -> TaskCheck (runs the reference and known attempts)
+//	POST /v1/tasks/check?stream=1[&...]  -> newline-delimited CheckEvent, the TaskCheck in the last
 //	GET  /v1/status                      -> Status
 //	GET  /v1/key                         -> HostKey (the public half of benchd's signing key)
 //	POST /v1/prune                       PruneRequest -> Prune (deletes ended attempts)
