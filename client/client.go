@@ -34,6 +34,7 @@ import (
 	"io"
 	"io/fs"
 	"iter"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -411,6 +412,65 @@ func (c *Client) CheckTasks(ctx context.Context, task string) (apitype.TaskCheck
 	}
 	err := c.doJSON(ctx, http.MethodPost, endpoint("tasks", "check"), q, nil, &tc)
 	return tc, err
+}
+
+// CheckTasksStream is CheckTasks with its progress: benchd streams an
+// apitype.CheckEvent as the check starts and as each attempt ends, which
+// progress is given (in the order they come; it may be nil), and the
+// answer last, which CheckTasksStream returns. An "error" event is
+// returned as the *Error an error response would be.
+func (c *Client) CheckTasksStream(ctx context.Context, task string, progress func(apitype.CheckEvent)) (apitype.TaskCheck, error) {
+	q := url.Values{"stream": {"1"}}
+	if task != "" {
+		q.Set("task", task)
+	}
+	resp, err := c.do(ctx, http.MethodPost, endpoint("tasks", "check"), q, nil)
+	if err != nil {
+		return apitype.TaskCheck{}, err
+	}
+	defer resp.Body.Close()
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" {
+		// A benchd from before the stream: its one answer.
+		var tc apitype.TaskCheck
+		if err := json.NewDecoder(resp.Body).Decode(&tc); err != nil {
+			return tc, fmt.Errorf("unable to decode the check's answer: %w", err)
+		}
+		return tc, nil
+	}
+	sc := newLineScanner(resp.Body)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var ev apitype.CheckEvent
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return apitype.TaskCheck{}, fmt.Errorf("unable to decode a check event: %w", err)
+		}
+		switch ev.Type {
+		case apitype.CheckEnd:
+			if ev.Check == nil {
+				return apitype.TaskCheck{}, fmt.Errorf("the check's end event has no answer: %w", ErrInternal)
+			}
+			return *ev.Check, nil
+		case apitype.CheckError:
+			e := &Error{Status: resp.StatusCode, Code: apitype.CodeInternal, Message: "the check failed"}
+			if ev.Error != nil {
+				e.Code, e.Message = ev.Error.Code, ev.Error.Message
+			}
+			return apitype.TaskCheck{}, e
+		}
+		if progress != nil {
+			progress(ev)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return apitype.TaskCheck{}, c.transportError(ctx, err)
+	}
+	if ctx.Err() != nil {
+		return apitype.TaskCheck{}, ctx.Err()
+	}
+	return apitype.TaskCheck{}, fmt.Errorf("the check's stream ended before its answer: %w", io.ErrUnexpectedEOF)
 }
 
 // Status describes the daemon.

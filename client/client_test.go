@@ -569,3 +569,68 @@ func TestReviewConflict(t *testing.T) {
 		t.Errorf("bad id: got %v, want ErrInvalid before any request", err)
 	}
 }
+
+// TestCheckTasksStream: the events before the answer go to progress, in
+// order; the "end" event is the answer; an "error" event is an *Error of
+// its class; a stream cut before its end is an error; a benchd that
+// answers with one object (from before the stream) is read as CheckTasks.
+func TestCheckTasksStream(t *testing.T) {
+	ended := apitype.Attempt{ID: "a-2", State: apitype.StateDone, Pass: true}
+	res := apitype.CheckResult{Task: "rt-04", Attempt: "a-2", WantPass: true, GotPass: true, OK: true}
+	answer := apitype.TaskCheck{OK: true, Results: []apitype.CheckResult{res}}
+	tests := []struct {
+		name       string
+		events     []apitype.CheckEvent // nil: one TaskCheck object
+		wantTypes  string
+		wantErr    error
+		wantAnswer bool
+	}{
+		{"answer", []apitype.CheckEvent{
+			{Type: apitype.CheckStart, Attempts: []apitype.CheckResult{res}, Concurrency: 2},
+			{Type: apitype.CheckAttempt, Result: &res, Ended: &ended},
+			{Type: apitype.CheckEnd, Check: &answer},
+		}, "start,attempt", nil, true},
+		{"error", []apitype.CheckEvent{
+			{Type: apitype.CheckStart, Attempts: []apitype.CheckResult{res}},
+			{Type: apitype.CheckError, Error: &apitype.Error{Code: apitype.CodeBusy, Message: "attempt a-2 did not end"}},
+		}, "start", client.ErrBusy, false},
+		{"cut", []apitype.CheckEvent{{Type: apitype.CheckStart}}, "start", io.ErrUnexpectedEOF, false},
+		{"one object", nil, "", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newFakeDaemon(t)
+			d.mux.HandleFunc("POST /v1/tasks/check", func(w http.ResponseWriter, r *http.Request) {
+				if tt.events == nil {
+					writeJSON(w, 200, answer)
+					return
+				}
+				w.Header().Set("Content-Type", "application/x-ndjson")
+				for _, ev := range tt.events {
+					json.NewEncoder(w).Encode(ev)
+				}
+			})
+			c := client.Client{Socket: d.Socket}
+			var types []string
+			tc, err := c.CheckTasksStream(context.Background(), "rt-04", func(ev apitype.CheckEvent) { types = append(types, ev.Type) })
+			if req, _ := d.last(); req != "POST /v1/tasks/check?stream=1&task=rt-04" {
+				t.Errorf("got request %q, want the stream of rt-04's check", req)
+			}
+			if got := strings.Join(types, ","); got != tt.wantTypes {
+				t.Errorf("got events %q, want %q", got, tt.wantTypes)
+			}
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Errorf("got error %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantAnswer && !reflect.DeepEqual(tc, answer) {
+				t.Errorf("got %+v, want %+v", tc, answer)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,9 +16,18 @@ import (
 
 // handleCheck runs the reference and every known attempt of one task (or
 // of every task) through the whole pipeline, as ordinary queued attempts,
-// and compares each verdict with the one the bundle expects.
+// and compares each verdict with the one the bundle expects. The answer
+// is one TaskCheck; with ?stream=1 it is newline-delimited
+// apitype.CheckEvents instead, one as each attempt ends, then the
+// TaskCheck. A request that is refused before any attempt is submitted
+// gets an error response in either form; in the stream, an error after
+// that is an "error" event, as the status was sent with the first line.
 func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
+	stream := r.URL.Query().Get("stream")
+	if stream != "" && stream != "1" {
+		return fmt.Errorf("stream=%q: want 1: %w", stream, errInvalid)
+	}
 	var list []*tasks.Task
 	if id := r.URL.Query().Get("task"); id != "" {
 		id, err := canonicalTaskID(id)
@@ -38,10 +48,9 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) error {
 	}
 
 	type item struct {
-		task   string
-		agent  string
 		expect tasks.Expect
 		sub    submitted
+		res    apitype.CheckResult
 	}
 	var items []item
 	for _, t := range list {
@@ -55,7 +64,11 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return fmt.Errorf("task %s, %s: %w", t.ID, agent, err)
 			}
-			items = append(items, item{task: t.ID, agent: agent, expect: ka.Expect, sub: sub})
+			res := apitype.CheckResult{Task: t.ID, Agent: agent, WantPass: ka.Expect.Pass, GotCodes: []string{}}
+			if !ka.Expect.Pass {
+				res.WantCode = ka.Expect.Code
+			}
+			items = append(items, item{expect: ka.Expect, sub: sub, res: res})
 		}
 	}
 	var ids []string
@@ -64,37 +77,86 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) error {
 			s.cancelAttempt(context.WithoutCancel(ctx), id)
 		}
 	}
-	for _, it := range items {
+	for i, it := range items {
 		run, err := s.submit(ctx, it.sub)
 		if err != nil {
 			cancelAll()
 			return err
 		}
 		ids = append(ids, run.Attempts[0])
+		items[i].res.Attempt = run.Attempts[0]
 	}
-	out := apitype.TaskCheck{OK: true, Results: make([]apitype.CheckResult, 0, len(items))}
-	for i, it := range items {
-		a, err := s.await(ctx, ids[i])
-		if err != nil {
-			cancelAll()
+
+	var send func(apitype.CheckEvent)
+	if stream == "1" {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
+		enc := json.NewEncoder(w)
+		flusher, _ := w.(http.Flusher)
+		send = func(ev apitype.CheckEvent) {
+			enc.Encode(ev)
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		start := apitype.CheckEvent{Type: apitype.CheckStart, Concurrency: s.cfg.Concurrency}
+		for _, it := range items {
+			start.Attempts = append(start.Attempts, it.res)
+		}
+		send(start)
+	}
+	fail := func(err error) error {
+		cancelAll()
+		if send == nil {
 			return err
 		}
-		res := apitype.CheckResult{
-			Task: it.task, Agent: it.agent, Attempt: a.ID,
-			WantPass: it.expect.Pass, GotPass: a.Pass, GotCodes: []string{},
+		status, body := httpError(err)
+		if status == http.StatusInternalServerError {
+			s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
-		if !it.expect.Pass {
-			res.WantCode = it.expect.Code
+		send(apitype.CheckEvent{Type: apitype.CheckError, Error: &body})
+		return nil
+	}
+
+	// The attempts are awaited together, so that each one's end is
+	// known (and streamed) when it comes, whatever the order.
+	type ended struct {
+		i   int
+		a   apitype.Attempt
+		err error
+	}
+	ch := make(chan ended, len(ids))
+	for i, id := range ids {
+		go func() {
+			a, err := s.await(ctx, id)
+			ch <- ended{i, a, err}
+		}()
+	}
+	out := apitype.TaskCheck{OK: true, Results: make([]apitype.CheckResult, len(items))}
+	for range ids {
+		e := <-ch
+		if e.err != nil {
+			return fail(e.err)
 		}
-		for _, rs := range a.Reasons {
+		it := items[e.i]
+		res := it.res
+		res.GotPass = e.a.Pass
+		for _, rs := range e.a.Reasons {
 			res.GotCodes = append(res.GotCodes, rs.Code)
 		}
-		res.OK = a.State == apitype.StateDone && a.Pass == it.expect.Pass &&
+		res.OK = e.a.State == apitype.StateDone && e.a.Pass == it.expect.Pass &&
 			(it.expect.Pass || slices.Contains(res.GotCodes, it.expect.Code))
 		if !res.OK {
 			out.OK = false
 		}
-		out.Results = append(out.Results, res)
+		out.Results[e.i] = res
+		if send != nil {
+			send(apitype.CheckEvent{Type: apitype.CheckAttempt, Result: &res, Ended: &e.a})
+		}
+	}
+	if send != nil {
+		send(apitype.CheckEvent{Type: apitype.CheckEnd, Check: &out})
+		return nil
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

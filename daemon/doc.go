@@ -54,6 +54,12 @@
 // in the store (requests) for good, so that it can be retried; the
 // values of environment variables are kept in memory only, never on disk.
 //
+// POST /v1/tasks/check submits the reference and every known attempt of
+// the tasks asked for, each as a run of its own, and awaits them
+// together (check.go); with ?stream=1 it streams an apitype.CheckEvent as
+// it starts and as each attempt ends, the answer in the last, so that a
+// check of every task (half a minute) is not silent.
+//
 // # Purposes and pruning
 //
 // A run request's Purpose (default run; tasks check submits check,

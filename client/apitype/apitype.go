@@ -23,6 +23,7 @@
 //	GET  /v1/attempts/{id}/export        -> the archive (application/x-tar, see ExportLayout)
 //	GET  /v1/tasks                       -> TaskList
 //	POST /v1/tasks/check[?task=ID]       -> TaskCheck (runs the reference and known attempts)
+//	POST /v1/tasks/check?stream=1[&...]  -> newline-delimited CheckEvent, the TaskCheck in the last
 //	GET  /v1/status                      -> Status
 //	GET  /v1/key                         -> HostKey (the public half of benchd's signing key)
 //	POST /v1/prune                       PruneRequest -> Prune (deletes ended attempts)
@@ -625,6 +626,37 @@ type TaskCheck struct {
 	Results []CheckResult `json:"results"`
 	OK      bool          `json:"ok"`
 }
+
+// CheckEvent is one line of POST /v1/tasks/check?stream=1, the check's
+// progress as newline-delimited JSON. Type says which fields are set:
+//
+//   - "start", first: Attempts, each attempt the check submitted with the
+//     verdict it expects (GotPass, GotCodes and OK not yet known), in
+//     the order of the answer's results; Concurrency, how many attempts
+//     benchd runs at once;
+//   - "attempt", as each attempt ends, in the order they end: Result,
+//     its line of the answer, and Ended, the attempt;
+//   - "end", last: Check, the answer the form without stream=1 sends;
+//   - "error", last instead of "end" when the check could not finish
+//     (benchd shutting down, a submit refused): Error, as an error
+//     response would carry it.
+type CheckEvent struct {
+	Type        string        `json:"type"`
+	Attempts    []CheckResult `json:"attempts,omitempty"`
+	Concurrency int           `json:"concurrency,omitempty"`
+	Result      *CheckResult  `json:"result,omitempty"`
+	Ended       *Attempt      `json:"ended,omitempty"`
+	Check       *TaskCheck    `json:"check,omitempty"`
+	Error       *Error        `json:"error,omitempty"`
+}
+
+// CheckEvent types.
+const (
+	CheckStart   = "start"
+	CheckAttempt = "attempt"
+	CheckEnd     = "end"
+	CheckError   = "error"
+)
 
 // Status describes the daemon.
 type Status struct {

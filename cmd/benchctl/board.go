@@ -107,8 +107,8 @@ func allGreen(bs []draw.Board) bool {
 }
 
 // runBoard runs the suite once for model and computes its board. It
-// prints a line per task as the task finishes (and the live attempt lines
-// while it runs, when live).
+// prints a line per task as the task finishes, and the live attempt lines
+// while it runs when live, else a line per attempt as it ends.
 func (c *CLI) runBoard(ctx context.Context, w io.Writer, bf boardFlags, model string, live bool) (draw.Board, bool, error) {
 	in := draw.BoardInput{Model: model, Target: bf.streak, Runs: map[string][]apitype.Attempt{}, History: map[string][]apitype.Attempt{}}
 	who := bf.agent
@@ -126,7 +126,17 @@ func (c *CLI) runBoard(ctx context.Context, w io.Writer, bf boardFlags, model st
 		if err != nil {
 			return draw.Board{}, infra, fmt.Errorf("%s: %w", task, err)
 		}
-		as, err := c.watch(ctx, run, live)
+		// Off a terminal, a line as each attempt ends: a task's attempts
+		// may take minutes before its line.
+		var ended func(apitype.Attempt)
+		if !live {
+			done := 0
+			ended = func(a apitype.Attempt) {
+				done++
+				fmt.Fprintf(w, "    %s %s: %s%s [%d of %d done]\n", a.ID, task, verdict(a), attemptTime(a), done, len(run.Attempts))
+			}
+		}
+		as, err := c.watchEnded(ctx, run, live, ended)
 		if err != nil {
 			return draw.Board{}, infra, fmt.Errorf("%s: %w", task, err)
 		}

@@ -245,7 +245,8 @@ func TestBoard(t *testing.T) {
 		},
 		{
 			name: "short streaks", args: []string{"board", "--agent", agent, "--attempts", "2"}, wantCode: exitNo, wantRan: all(""),
-			wantOut: []string{"2 attempt(s) per task", "rt-01  pass, pass  streak 2 of 3", "not green: rt-01: streak 2 of 3"},
+			wantOut: []string{"2 attempt(s) per task", " rt-01: pass [1 of 2 done]\n", " rt-01: pass [2 of 2 done]\n", "rt-01  pass, pass  streak 2 of 3",
+				" rt-02: pass [2 of 2 done]\n", "not green: rt-01: streak 2 of 3"},
 		},
 		{
 			name: "streak target", args: []string{"board", "--agent", agent, "--streak", "1"}, wantCode: exitOK, wantRan: all(""),
@@ -333,6 +334,9 @@ func TestBoardLive(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "\x1b[2K") || strings.Count(stdout, "streak 1 of 1") != 6 {
 		t.Errorf("got stdout %q, want live attempt lines and a line per task", stdout)
+	}
+	if strings.Contains(stdout, "done]") {
+		t.Errorf("got stdout %q, want no line per ended attempt under the live lines", stdout)
 	}
 }
 

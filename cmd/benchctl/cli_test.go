@@ -549,8 +549,6 @@ func TestCommandsJSON(t *testing.T) {
 		{[]string{"transcript", "a-1"}, exitOK, []string{"stdout", "stderr", "stdout_truncated", "stderr_truncated"}},
 		{[]string{"regrade", "a-1"}, exitOK, []string{"attempt", "same", "before", "after"}},
 		{[]string{"tasks", "list"}, exitOK, []string{"tasks"}},
-		{[]string{"tasks", "check"}, exitNo, []string{"results", "ok"}},
-		{[]string{"tasks", "check", "rt-02"}, exitOK, []string{"results", "ok"}},
 		{[]string{"status"}, exitOK, []string{"version", "queued", "running"}},
 		{[]string{"log", "a-1"}, exitOK, []string{"attempt", "head", "verified", "records"}},
 		{[]string{"diff", "a-1"}, exitOK, []string{"attempt", "at", "changeset", "diffs"}},

@@ -267,6 +267,7 @@ type fakeDaemon struct {
 	cutEvents   bool              // end event streams before the last event
 	holdEvents  bool              // keep event streams open until the client leaves
 	corruptBlob bool              // serve blobs with a byte changed
+	checkFails  bool              // end the check's stream with an error event
 	requests    []string
 	runBodies   []string
 	run         apitype.Run // the last run POST /v1/runs made
@@ -509,7 +510,37 @@ func newFakeDaemon(t *testing.T, fx *fixture) *fakeDaemon {
 		for _, c := range res {
 			ok = ok && c.OK
 		}
-		reply(w, apitype.TaskCheck{Results: res, OK: ok})
+		if r.URL.Query().Get("stream") != "1" {
+			reply(w, apitype.TaskCheck{Results: res, OK: ok})
+			return
+		}
+		// The stream: the start, each attempt's end (the last first),
+		// the answer.
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		enc := json.NewEncoder(w)
+		start := apitype.CheckEvent{Type: apitype.CheckStart, Concurrency: 2}
+		for _, c := range res {
+			c.GotPass, c.GotCodes, c.OK = false, nil, false
+			start.Attempts = append(start.Attempts, c)
+		}
+		enc.Encode(start)
+		t0 := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+		for i := len(res) - 1; i >= 0; i-- {
+			c := res[i]
+			t1 := t0.Add(1500 * time.Millisecond)
+			a := apitype.Attempt{ID: c.Attempt, Task: c.Task, State: apitype.StateDone, Pass: c.GotPass,
+				Purpose: apitype.PurposeCheck, Started: &t0, Finished: &t1}
+			enc.Encode(apitype.CheckEvent{Type: apitype.CheckAttempt, Result: &c, Ended: &a})
+			w.(http.Flusher).Flush()
+		}
+		d.mu.Lock()
+		fail := d.checkFails
+		d.mu.Unlock()
+		if fail {
+			enc.Encode(apitype.CheckEvent{Type: apitype.CheckError, Error: &apitype.Error{Code: apitype.CodeBusy, Message: "attempt a-10 did not end: benchd is busy"}})
+			return
+		}
+		enc.Encode(apitype.CheckEvent{Type: apitype.CheckEnd, Check: &apitype.TaskCheck{Results: res, OK: ok}})
 	})
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, apitype.Status{Version: "test", Concurrency: 2, StateDir: "/var/lib/benchd"})

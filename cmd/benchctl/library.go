@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"benchd.dev/client/apitype"
 	"benchd.dev/draw"
@@ -24,6 +25,21 @@ type libraryIndexResult struct {
 	Output      string           `json:"output"`
 	Tasks       []libraryIndexed `json:"tasks"`
 	LibraryHash string           `json:"library_hash"` // of the bundles with their changesets
+}
+
+// libraryEvent is one line of library index --json. Type is "start"
+// (Bundles, the task ids in the order they are run), "attempt" (a
+// bundle's reference run ended: Attempt, Changeset, View), "progress"
+// (View, every --every) or "end", last (View, and the fields of
+// libraryIndexResult: the manifest written).
+type libraryEvent struct {
+	Type      string           `json:"type"`
+	Time      time.Time        `json:"time"`
+	View      *runView         `json:"view,omitempty"`
+	Bundles   []string         `json:"bundles,omitempty"`
+	Attempt   *apitype.Attempt `json:"attempt,omitempty"`
+	Changeset []string         `json:"changeset,omitempty"`
+	*libraryIndexResult
 }
 
 // libraryShowResult is what library show --json prints.
@@ -56,6 +72,7 @@ func (c *CLI) cmdLibraryIndex(ctx context.Context, args []string) int {
 	f := c.newFlags("library index")
 	dir := f.String("tasks", "", "the `DIR` of task bundles (default benchd's own, as benchctl status shows it)")
 	out := f.String("o", "", "write the manifest to `FILE` (- for stdout)")
+	every := f.Duration("every", defaultEvery, "off a terminal, print the progress every `D` (and as each reference run ends)")
 	pos, code, ok := c.parse(f, args)
 	if !ok {
 		return code
@@ -65,6 +82,9 @@ func (c *CLI) cmdLibraryIndex(ctx context.Context, args []string) int {
 	}
 	if *out == "" {
 		return c.usageError("library index", "missing -o FILE")
+	}
+	if *every <= 0 {
+		return c.usageError("library index", "--every %v: want a positive duration", *every)
 	}
 	if *dir == "" {
 		d, err := c.daemonTasksDir(ctx)
@@ -80,27 +100,53 @@ func (c *CLI) cmdLibraryIndex(ctx context.Context, args []string) int {
 	if len(bundles) == 0 {
 		return c.fail("library index", exitError, fmt.Errorf("no task bundle in %s", *dir))
 	}
-	talk := !f.json && *out != "-"
+	// The progress goes to stdout, or to stderr as plain lines when the
+	// manifest goes to stdout.
+	form, pw := formPlain, c.Stdout
+	switch {
+	case *out == "-":
+		pw = c.Stderr
+	case f.json:
+		form = formJSON
+	case c.Terminal:
+		form = formTable
+	}
+	slots := make([]apitype.Attempt, len(bundles))
+	ids := make([]string, len(bundles))
+	for i, b := range bundles {
+		slots[i] = apitype.Attempt{Task: b.ID, State: apitype.StateQueued}
+		ids[i] = b.ID
+	}
+	// One reference run at a time: the estimate is of one at once.
+	p := newSetProgress(pw, form, "library index", *every, slots, 1)
+	p.begin(fmt.Sprintf("library index: the reference of %s, one at a time", plural(len(bundles), "bundle")),
+		libraryEvent{Type: "start", Time: p.now().UTC(), Bundles: ids})
 	var entries []draw.Task
 	res := libraryIndexResult{Output: *out}
-	for _, b := range bundles {
-		a, err := c.referenceAttempt(ctx, b.ID)
+	for i, b := range bundles {
+		a, err := c.referenceAttempt(ctx, b.ID, func(id string) {
+			p.set(i, apitype.Attempt{ID: id, Task: b.ID, State: apitype.StateQueued})
+		})
 		if err != nil {
+			p.abort()
 			return c.fail("library index", exitError, err)
 		}
 		e := draw.FromBundle(b)
 		e.Changeset = draw.ChangeLines(a.Changeset)
 		entries = append(entries, e)
 		res.Tasks = append(res.Tasks, libraryIndexed{Task: b.ID, Attempt: a.ID, Changeset: e.Changeset})
-		if talk {
-			fmt.Fprintf(c.Stdout, "%-8s %-14s %d change(s)\n", b.ID, a.ID, len(e.Changeset))
-			for _, l := range e.Changeset {
-				fmt.Fprintf(c.Stdout, "         %s\n", l)
-			}
+		text := fmt.Sprintf("%-8s %-14s %s%s", b.ID, a.ID, plural(len(e.Changeset), "change"), attemptTime(a))
+		for _, l := range e.Changeset {
+			text += "\n         " + l
 		}
+		a = normalize(a)
+		p.ended(i, a, text, func(v runView) any {
+			return libraryEvent{Type: "attempt", Time: p.now().UTC(), View: &v, Attempt: &a, Changeset: e.Changeset}
+		})
 	}
 	lib, err := draw.New(entries, bundles)
 	if err != nil {
+		p.abort()
 		return c.fail("library index", exitError, err)
 	}
 	res.LibraryHash = lib.Hash()
@@ -112,17 +158,22 @@ func (c *CLI) cmdLibraryIndex(ctx context.Context, args []string) int {
 	}
 	var buf bytes.Buffer
 	if err := draw.WriteManifest(&buf, entries, comment.String()); err != nil {
+		p.abort()
 		return c.fail("library index", exitError, err)
 	}
 	if *out == "-" {
+		p.end(nil)
 		c.Stdout.Write(buf.Bytes())
 		return exitOK
 	}
 	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
+		p.abort()
 		return c.fail("library index", exitError, fmt.Errorf("unable to write the manifest: %w", err))
 	}
+	p.end(func(v runView) any {
+		return libraryEvent{Type: "end", Time: p.now().UTC(), View: &v, libraryIndexResult: &res}
+	})
 	if f.json {
-		c.printJSON(res)
 		return exitOK
 	}
 	fmt.Fprintf(c.Stdout, "%d bundle(s) indexed into %s (library %s)\n", len(entries), *out, res.LibraryHash)
@@ -146,8 +197,9 @@ func (c *CLI) daemonTasksDir(ctx context.Context) (string, error) {
 
 // referenceAttempt runs builtin:reference on task once and returns the
 // finished attempt, which must have passed: a changeset is only taken
-// from a reference solution the grader accepts.
-func (c *CLI) referenceAttempt(ctx context.Context, task string) (apitype.Attempt, error) {
+// from a reference solution the grader accepts. created is told the
+// attempt's id once benchd made it.
+func (c *CLI) referenceAttempt(ctx context.Context, task string, created func(id string)) (apitype.Attempt, error) {
 	run, err := c.api().CreateRun(ctx, apitype.RunRequest{Task: task, Agent: apitype.AgentReference, Attempts: 1, Purpose: apitype.PurposeIndex})
 	if err != nil {
 		return apitype.Attempt{}, fmt.Errorf("task %s: %w", task, err)
@@ -155,6 +207,7 @@ func (c *CLI) referenceAttempt(ctx context.Context, task string) (apitype.Attemp
 	if len(run.Attempts) != 1 {
 		return apitype.Attempt{}, fmt.Errorf("task %s: run %s has %d attempts, want 1", task, run.ID, len(run.Attempts))
 	}
+	created(run.Attempts[0])
 	as, err := c.watch(ctx, run, false)
 	if err != nil {
 		return apitype.Attempt{}, fmt.Errorf("task %s: %w", task, err)

@@ -165,12 +165,91 @@ func TestLibraryIndex(t *testing.T) {
 		if code != exitOK {
 			t.Fatalf("got exit %d (stderr %q)", code, stderr)
 		}
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		var types []string
+		for i, l := range lines {
+			var ev struct { // libraryEvent's, less the result
+				Type    string           `json:"type"`
+				View    *runView         `json:"view"`
+				Attempt *apitype.Attempt `json:"attempt"`
+			}
+			if err := json.Unmarshal([]byte(l), &ev); err != nil {
+				t.Fatalf("line %d is not JSON: %v\n%s", i+1, err, l)
+			}
+			types = append(types, ev.Type)
+			if ev.Type == "attempt" && (ev.Attempt == nil || ev.Attempt.Task != bundles[i-1].ID || ev.View.Total.Done != i) {
+				t.Errorf("line %d: got %s, want the end of %s's reference run, %d done", i+1, l, bundles[i-1].ID, i)
+			}
+		}
+		want := "start," + strings.Repeat("attempt,", len(bundles)) + "end"
+		if got := strings.Join(types, ","); got != want {
+			t.Errorf("got events %s, want %s", got, want)
+		}
+		// The last line is the result library index --json gave before.
 		var m libraryIndexResult
-		if err := json.Unmarshal([]byte(stdout), &m); err != nil {
-			t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
+			t.Fatalf("the last line is not JSON: %v", err)
 		}
 		if len(m.Tasks) != len(bundles) || m.Output != out || !strings.HasPrefix(m.LibraryHash, "sha256:") {
 			t.Errorf("got %+v, want %d tasks written to %s", m, len(bundles), out)
+		}
+	})
+}
+
+// TestLibraryIndexProgress: off a terminal a line per bundle as its
+// reference run ends, with the count done, and the status line at the
+// end; on a terminal the status line redrawn under those lines; with -o -
+// the lines go to stderr, and stdout is the manifest alone.
+func TestLibraryIndexProgress(t *testing.T) {
+	bundles, changes := builtinChanges(t)
+	d := newReferenceDaemon(t, changes, nil)
+	n := len(bundles)
+	out := filepath.Join(t.TempDir(), "m.toml")
+	wantPlain := []string{
+		fmt.Sprintf("library index: the reference of %d bundles, one at a time\n", n),
+		fmt.Sprintf("rt-01    a-1            2 changes [1 of %d done]\n         modified src/main.py\n         renamed a.txt -> b.txt\n", n),
+		fmt.Sprintf("rt-02    a-2            1 change [2 of %d done]\n", n),
+		fmt.Sprintf("library index: %d of %d done, %d passed\n", n, n, n),
+		fmt.Sprintf("%d bundle(s) indexed into %s", n, out),
+	}
+	inOrder := func(t *testing.T, got string, want []string) {
+		t.Helper()
+		at := 0
+		for _, w := range want {
+			i := strings.Index(got[at:], w)
+			if i < 0 {
+				t.Fatalf("got\n%q\nwant %q after byte %d", got, w, at)
+			}
+			at += i + len(w)
+		}
+	}
+	t.Run("plain", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, d.Socket, nil, false, "library", "index", "--tasks", builtinTasks, "-o", out)
+		if code != exitOK {
+			t.Fatalf("got exit %d (stderr %q)", code, stderr)
+		}
+		inOrder(t, stdout, wantPlain)
+	})
+	t.Run("terminal", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, d.Socket, nil, true, "library", "index", "--tasks", builtinTasks, "-o", out)
+		if code != exitOK {
+			t.Fatalf("got exit %d (stderr %q)", code, stderr)
+		}
+		inOrder(t, stdout, []string{
+			fmt.Sprintf("\r\x1b[2Klibrary index: 0 of %d done; eta ?", n),
+			fmt.Sprintf("\r\x1b[2Krt-01    a-%d", n+1),
+			fmt.Sprintf("[1 of %d done]\n", n),
+			fmt.Sprintf("\r\x1b[2Klibrary index: 1 of %d done, 1 passed; eta ?", n),
+			fmt.Sprintf("\r\x1b[2Klibrary index: %d of %d done, %d passed\n", n, n, n),
+		})
+	})
+	t.Run("manifest on stdout", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, d.Socket, nil, false, "library", "index", "--tasks", builtinTasks, "-o", "-")
+		if code != exitOK {
+			t.Fatalf("got exit %d (stderr %q)", code, stderr)
+		}
+		if !strings.Contains(stderr, fmt.Sprintf("[%d of %d done]", n, n)) || strings.Contains(stdout, "done]") || !strings.HasPrefix(stdout, "#") {
+			t.Errorf("got stdout\n%s\nstderr\n%s\nwant the progress on stderr, the manifest alone on stdout", stdout, stderr)
 		}
 	})
 }

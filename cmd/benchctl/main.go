@@ -22,11 +22,11 @@
 //	retry RUN                   (exit 1: nothing to retry)
 //	review ATTEMPT --pass|--fail --why TEXT
 //	tasks list
-//	tasks check [ID]
+//	tasks check [ID] [--every D]
 //	status
 //	draw --library L [--tasks DIR] --seed YYYYMMDD [--cap N] [-o LIST]   (offline)
 //	draw --verify LIST --library L [--tasks DIR] [--seed YYYYMMDD]       (offline)
-//	library index [--tasks DIR] -o FILE
+//	library index [--tasks DIR] [--every D] -o FILE
 //	library show --library L [--tasks DIR]                               (offline)
 //	board, scorecard, model-replay: see benchctl help
 //
@@ -36,8 +36,9 @@
 //
 // The socket is --socket, else $BENCHD_SOCKET, else /run/benchd/benchd.sock.
 // Every command takes --json (before or after the command), which prints
-// one JSON object on stdout (model-replay: JSON lines, its address first,
-// then one per request).
+// one JSON object on stdout (run --tasks/--list, wait, tasks check and
+// library index: JSON lines, their progress, the last the result;
+// model-replay: JSON lines, its address first, then one per request).
 // Errors are one line on stderr; with --json, one JSON object on stdout
 // instead, {"error": MESSAGE, "command": NAME, "code": EXIT}, where code
 // is the exit status.

@@ -74,7 +74,7 @@ type hostCounts struct {
 
 // runView is what the progress forms show of a run at one moment.
 type runView struct {
-	Run   string       `json:"run"`
+	Run   string       `json:"run,omitempty"` // "" for a set of attempts that is not a run (setProgress)
 	Total runCounts    `json:"counts"`
 	Hosts []hostCounts `json:"hosts,omitempty"` // by host name; only when some attempt names its host
 	// ETAMS estimates the time left, in milliseconds: the attempts not

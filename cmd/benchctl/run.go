@@ -258,6 +258,14 @@ func runExit(as []apitype.Attempt) (code int, pass bool) {
 // attempt when live is set. If ctx ends first, the attempts that have not
 // finished are canceled.
 func (c *CLI) watch(ctx context.Context, run apitype.Run, live bool) ([]apitype.Attempt, error) {
+	return c.watchEnded(ctx, run, live, nil)
+}
+
+// watchEnded is watch that tells ended (when not nil) of each slot's
+// attempt as it ends, one call at a time, in the order they end: a
+// retried infra error is told of by its retry.
+func (c *CLI) watchEnded(ctx context.Context, run apitype.Run, live bool, ended func(apitype.Attempt)) ([]apitype.Attempt, error) {
+	var endedMu sync.Mutex
 	n := len(run.Attempts)
 	p := &progress{ids: slices.Clone(run.Attempts), events: make([]apitype.Event, n), at: make([]time.Time, n), final: make([]*apitype.Attempt, n)}
 	results := make([]apitype.Attempt, n)
@@ -281,6 +289,11 @@ func (c *CLI) watch(ctx context.Context, run apitype.Run, live bool) ([]apitype.
 				results[i], errs[i] = a, err
 				if err == nil {
 					p.finish(i, a)
+					if ended != nil {
+						endedMu.Lock()
+						ended(a)
+						endedMu.Unlock()
+					}
 				}
 				return
 			}
