@@ -127,6 +127,35 @@ func procPath(fd int) string {
 	return "/proc/self/fd/" + strconv.Itoa(fd)
 }
 
+// chmodNoFollow sets the mode of name in dirfd, never through a
+// symlink (whose mode Linux does not change: EOPNOTSUPP). fchmodat2,
+// which takes AT_SYMLINK_NOFOLLOW, is Linux 6.6's; before it (the
+// syscall missing, which x/sys reports as EOPNOTSUPP) the file is opened
+// O_PATH without following and changed through its magic link.
+func chmodNoFollow(dirfd int, name string, mode uint32) error {
+	err := fchmodat(dirfd, name, mode, unix.AT_SYMLINK_NOFOLLOW)
+	if err != unix.EOPNOTSUPP {
+		return err
+	}
+	fd, oerr := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if oerr != nil {
+		return oerr
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if serr := unix.Fstat(fd, &st); serr != nil {
+		return serr
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return unix.EOPNOTSUPP
+	}
+	return unix.Chmod(procPath(fd), mode)
+}
+
+// fchmodat is unix.Fchmodat; a test makes it the call of a kernel
+// without fchmodat2.
+var fchmodat = unix.Fchmodat
+
 // withPathFd runs fn with an O_PATH descriptor of rel, a symlink at rel
 // not followed.
 func (v *View) withPathFd(rel string, fn func(fd int) error) syscall.Errno {
@@ -432,7 +461,7 @@ func (n *node) setattrPath(in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno 
 	}
 	errno = n.v.inParent(rel, func(dirfd int, name string) error {
 		if m, ok := in.GetMode(); ok {
-			if err := unix.Fchmodat(dirfd, name, m, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if err := chmodNoFollow(dirfd, name, m); err != nil {
 				return err
 			}
 		}

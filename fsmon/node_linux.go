@@ -366,7 +366,7 @@ func exactMode(attr *fuse.Attr, mode uint32, chmod func(uint32) error) syscall.E
 func (n *node) chmodChild(rel string) func(uint32) error {
 	return func(m uint32) error {
 		if errno := n.v.inParent(rel, func(dirfd int, name string) error {
-			return unix.Fchmodat(dirfd, name, m, unix.AT_SYMLINK_NOFOLLOW)
+			return chmodNoFollow(dirfd, name, m)
 		}); errno != 0 {
 			return errno
 		}
