@@ -260,7 +260,13 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 		v.rootFile.Close()
 		return nil, fmt.Errorf("unable to mount %s: %w", mnt, err)
 	}
-	go server.Serve()
+	go func() {
+		server.Serve()
+		// The connection ended (unmounted, or aborted by a cleanup of
+		// a crashed benchd's views): the root's descriptor goes, so it
+		// holds the backing file system no longer.
+		v.rootFile.Close()
+	}()
 	if err := server.WaitMount(); err != nil {
 		// The serve loop ends by itself when the mount fails.
 		v.rootFile.Close()
