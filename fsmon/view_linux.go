@@ -405,8 +405,8 @@ func (v *View) Unmount(ctx context.Context) error {
 	var errs []error
 	if err := v.server.Unmount(); err != nil {
 		// Busy: detach it so that nothing stays mounted; the serve loop
-		// ends when the last reference goes, and the root's
-		// descriptor is closed when the view is collected after it.
+		// ends when the last reference goes, and closes the root's
+		// descriptor then (see Mount).
 		if err2 := unix.Unmount(v.mountpoint(), unix.MNT_DETACH); err2 != nil {
 			errs = append(errs, fmt.Errorf("unable to unmount %s: %w (lazy: %w)", v.mountpoint(), err, err2))
 		}
