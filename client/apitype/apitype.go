@@ -20,6 +20,9 @@
 //	GET  /v1/attempts/{id}/journal       -> the journal, JSON lines (fsmon/journal format)
 //	GET  /v1/attempts/{id}/blobs/{sha}   -> one content blob (application/octet-stream)
 //	GET  /v1/attempts/{id}/transcript    -> Transcript
+//	GET  /v1/attempts/{id}/model         -> ModelLog (the model calls through HTTP gateways)
+//	GET  /v1/attempts/{id}/model/{seq}/request   -> the call's request as stored (text/plain: HTTP/1.1 message, secrets redacted)
+//	GET  /v1/attempts/{id}/model/{seq}/response  -> the call's response as stored (the same form)
 //	GET  /v1/attempts/{id}/export        -> the archive (application/x-tar, see ExportLayout)
 //	GET  /v1/tasks                       -> TaskList
 //	POST /v1/tasks/check[?task=ID]       -> TaskCheck (runs the reference and known attempts)
@@ -118,9 +121,12 @@ type RunRequest struct {
 	Attempts int      `json:"attempts,omitempty"` // default 1, at most MaxAttempts
 	Timeout  string   `json:"timeout,omitempty"`  // Go duration; default the task's, within [MinTimeout, MaxTimeout]
 	Env      []EnvVar `json:"env,omitempty"`
-	Gateways []string `json:"gateways,omitempty"` // NAME=HOST:PORT
-	Model    string   `json:"model,omitempty"`    // recorded in the agent's identity
-	Purpose  string   `json:"purpose,omitempty"`  // the attempts' Purpose; default PurposeRun
+	// Gateways are NAME=HOST:PORT (raw TCP, bytes counted) or
+	// NAME=http://HOST[:PORT][/PATH] or NAME=https://HOST[:PORT][/PATH]
+	// (an HTTP model gateway: ModelCall, ModelUsage).
+	Gateways []string `json:"gateways,omitempty"`
+	Model    string   `json:"model,omitempty"`   // recorded in the agent's identity
+	Purpose  string   `json:"purpose,omitempty"` // the attempts' Purpose; default PurposeRun
 }
 
 // Run is a group of attempts made by one request.
@@ -246,7 +252,12 @@ type DNSQuery struct {
 type GatewayUse struct {
 	Name     string `json:"name"`
 	Endpoint string `json:"endpoint"` // host:port
-	Conns    int64  `json:"conns"`
+	// Kind is GatewayTCP (bytes copied untouched) or GatewayHTTP (a
+	// model gateway: each request proxied and recorded); URL is an HTTP
+	// gateway's upstream base URL.
+	Kind  string `json:"kind,omitempty"`
+	URL   string `json:"url,omitempty"`
+	Conns int64  `json:"conns"`
 	// Refused counts connections the gateway closed at once because too
 	// many were open (the agent's doing).
 	Refused int64 `json:"refused,omitempty"`
@@ -321,6 +332,10 @@ type Attempt struct {
 	Denied    int64    `json:"denied"` // operations the policy refused
 	Changeset []Change `json:"changeset"`
 	Network   Network  `json:"network"`
+	// Model sums the attempt's calls to model APIs through HTTP
+	// gateways; nil when the attempt had none (no HTTP gateway, or
+	// not yet ended).
+	Model *ModelUsage `json:"model,omitempty"`
 	// Binds are the host paths the agent's sandbox showed read-only
 	// besides its allow-listed root: the task's [environment] binds and
 	// the agent preset's.
@@ -576,6 +591,130 @@ func (v Verdict) MarshalJSON() ([]byte, error) {
 		out.Pass = &v.Pass
 	}
 	return json.Marshal(out)
+}
+
+// Gateway kinds (GatewayUse.Kind).
+const (
+	GatewayTCP  = "tcp"  // NAME=HOST:PORT: bytes copied both ways untouched (TLS passes through)
+	GatewayHTTP = "http" // NAME=http(s)://...: an HTTP reverse proxy that records each model call
+)
+
+// Model APIs (ModelCall.API), recognized by the request's path.
+const (
+	ModelAPIResponses = "responses" // OpenAI Responses: POST .../responses
+	ModelAPIChat      = "chat"      // OpenAI Chat Completions: POST .../chat/completions
+	ModelAPIMessages  = "messages"  // Anthropic Messages: POST .../messages
+	ModelAPIOther     = "other"     // anything else (model lists, token counts...): proxied and recorded, no usage read
+)
+
+// TokenUsage is what a model API reported for one response, or a sum,
+// normalized across the APIs: InputTokens counts every prompt token,
+// those read from or written to the provider's cache included (OpenAI's
+// prompt_tokens or input_tokens; Anthropic's input_tokens plus
+// cache_read_input_tokens plus cache_creation_input_tokens), and
+// OutputTokens every completion token, reasoning included.
+type TokenUsage struct {
+	InputTokens       int64 `json:"input_tokens"`
+	CachedInputTokens int64 `json:"cached_input_tokens"`          // of InputTokens, read from the cache
+	CacheWriteTokens  int64 `json:"cache_write_tokens,omitempty"` // of InputTokens, written to the cache (Anthropic)
+	OutputTokens      int64 `json:"output_tokens"`
+	ReasoningTokens   int64 `json:"reasoning_tokens,omitempty"` // of OutputTokens
+}
+
+// Add adds v to u.
+func (u *TokenUsage) Add(v TokenUsage) {
+	u.InputTokens += v.InputTokens
+	u.CachedInputTokens += v.CachedInputTokens
+	u.CacheWriteTokens += v.CacheWriteTokens
+	u.OutputTokens += v.OutputTokens
+	u.ReasoningTokens += v.ReasoningTokens
+}
+
+// ModelUsage sums model calls: an attempt's (Attempt.Model), or a run's
+// or an agent's (the sum of their attempts').
+type ModelUsage struct {
+	Calls int64 `json:"calls"`
+	// Errors counts calls with no response or a status of 400 or more;
+	// Unreported calls whose response carried no usage (their tokens are
+	// not in the sums).
+	Errors     int64 `json:"errors,omitempty"`
+	Unreported int64 `json:"unreported,omitempty"`
+	TokenUsage
+	ToolCalls int64 `json:"tool_calls"` // tool calls the model asked for
+	// CostUSD is the calls' cost at benchd's price table (benchd
+	// --prices) when the attempt ended; nil without a table. Unpriced
+	// counts the calls whose model the table does not list (not in
+	// CostUSD).
+	CostUSD  *float64 `json:"cost_usd,omitempty"`
+	Unpriced int64    `json:"unpriced,omitempty"`
+}
+
+// Add adds v to u (a nil CostUSD adds nothing to the cost).
+func (u *ModelUsage) Add(v ModelUsage) {
+	u.Calls += v.Calls
+	u.Errors += v.Errors
+	u.Unreported += v.Unreported
+	u.TokenUsage.Add(v.TokenUsage)
+	u.ToolCalls += v.ToolCalls
+	u.Unpriced += v.Unpriced
+	if v.CostUSD != nil {
+		c := *v.CostUSD
+		if u.CostUSD != nil {
+			c += *u.CostUSD
+		}
+		u.CostUSD = &c
+	}
+}
+
+// ToolCall is one tool call a model asked for in a response.
+type ToolCall struct {
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // as sent (JSON for function tools), the first MaxModelText bytes
+}
+
+// MaxModelText caps the text and each tool call's arguments kept in a
+// ModelCall (the stored request and response are whole, up to their
+// own cap).
+const MaxModelText = 4096
+
+// ModelCall is one request an agent made through an HTTP gateway and
+// the upstream's response: a model turn when API is one of the model
+// APIs.
+type ModelCall struct {
+	Seq        int       `json:"seq"` // from 1, in the order the requests arrived
+	Gateway    string    `json:"gateway"`
+	Time       time.Time `json:"time"`        // the request's arrival
+	DurationMS int64     `json:"duration_ms"` // to the response's last byte
+	Method     string    `json:"method"`
+	Path       string    `json:"path"` // as the agent sent it, query included
+	API        string    `json:"api"`  // ModelAPIResponses, ...
+	Model      string    `json:"model,omitempty"`
+	Stream     bool      `json:"stream,omitempty"`
+	// Status is the upstream's status code; 0 when there was no
+	// response, and Error says why (the upstream unreachable, the
+	// agent gone, the response cut short).
+	Status int    `json:"status"`
+	Error  string `json:"error,omitempty"`
+	// Usage is what the response reported; nil when it reported none.
+	Usage     *TokenUsage `json:"usage,omitempty"`
+	ToolCalls []ToolCall  `json:"tool_calls,omitempty"`
+	// Text is the assistant's text in the response, its first
+	// MaxModelText bytes.
+	Text string `json:"text,omitempty"`
+	// The sizes of the request's and response's bodies as they crossed
+	// the gateway; Truncated says the stored copy of one of them was cut
+	// at the attempt's cap.
+	RequestBytes  int64 `json:"request_bytes"`
+	ResponseBytes int64 `json:"response_bytes"`
+	Truncated     bool  `json:"truncated,omitempty"`
+}
+
+// ModelLog is an attempt's model calls, in order, and their sum.
+type ModelLog struct {
+	Attempt string      `json:"attempt"`
+	Calls   []ModelCall `json:"calls"`
+	Usage   ModelUsage  `json:"usage"`
 }
 
 // Transcript is the agent's captured output.
