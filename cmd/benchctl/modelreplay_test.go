@@ -14,22 +14,35 @@ import (
 	"time"
 )
 
-// addrWriter records what is written and hands the first line over.
+// addrWriter records what is written, from any goroutine, and hands
+// the first line over on lines (made by newAddrWriter, never changed, so
+// the test may read it while the command writes).
 type addrWriter struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
 	lines chan string
+
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	sent bool
 }
+
+func newAddrWriter() *addrWriter { return &addrWriter{lines: make(chan string, 1)} }
 
 func (w *addrWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Write(p)
-	if i := bytes.IndexByte(w.buf.Bytes(), '\n'); i >= 0 && w.lines != nil {
+	if i := bytes.IndexByte(w.buf.Bytes(), '\n'); i >= 0 && !w.sent {
 		w.lines <- w.buf.String()[:i]
-		w.lines = nil
+		w.sent = true
 	}
 	return len(p), nil
+}
+
+// String is everything written so far.
+func (w *addrWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
 
 func TestModelReplay(t *testing.T) {
@@ -39,7 +52,7 @@ func TestModelReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	logFile := filepath.Join(dir, "log.jsonl")
-	stderr := &addrWriter{lines: make(chan string, 1)}
+	stderr := newAddrWriter()
 	c := &CLI{Stdout: io.Discard, Stderr: stderr}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -51,7 +64,7 @@ func TestModelReplay(t *testing.T) {
 	select {
 	case line = <-stderr.lines:
 	case code := <-done:
-		t.Fatalf("model-replay exited %d: %s", code, stderr.buf.String())
+		t.Fatalf("model-replay exited %d: %s", code, stderr.String())
 	case <-time.After(10 * time.Second):
 		t.Fatal("model-replay printed no address")
 	}
@@ -136,9 +149,9 @@ func TestModelReplayJSON(t *testing.T) {
 	if err := os.WriteFile(script, []byte(`{"steps":[{"final":"done here"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout := &addrWriter{lines: make(chan string, 1)}
-	var stderr bytes.Buffer
-	c := &CLI{Stdout: stdout, Stderr: &stderr}
+	stdout := newAddrWriter()
+	stderr := newAddrWriter()
+	c := &CLI{Stdout: stdout, Stderr: stderr}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
@@ -176,9 +189,7 @@ func TestModelReplayJSON(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("model-replay did not stop")
 	}
-	stdout.mu.Lock()
-	out := stdout.buf.String()
-	stdout.mu.Unlock()
+	out := stdout.String()
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if len(lines) != 2 {
 		t.Fatalf("got stdout %q, want the address line and one request line", out)
@@ -188,7 +199,7 @@ func TestModelReplayJSON(t *testing.T) {
 			t.Errorf("stdout line %q is not JSON", l)
 		}
 	}
-	if stderr.Len() != 0 {
+	if stderr.String() != "" {
 		t.Errorf("got stderr %q, want nothing with --json", stderr.String())
 	}
 }
