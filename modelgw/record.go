@@ -255,6 +255,10 @@ func messageHead(start string, h http.Header) []byte {
 // (benchd stopped during it) ends as cut short; a torn last line (a
 // crash mid-write) is left out. No log is no calls.
 func ReadLog(dir string) ([]apitype.ModelCall, error) {
+	return readLog(dir, true)
+}
+
+func readLog(dir string, ended bool) ([]apitype.ModelCall, error) {
 	f, err := os.Open(filepath.Join(dir, LogFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -279,7 +283,7 @@ func ReadLog(dir string) ([]apitype.ModelCall, error) {
 	}
 	calls := make([]apitype.ModelCall, 0, len(bySeq))
 	for _, c := range bySeq {
-		if c.Error == errInProgress {
+		if ended && c.Error == errInProgress {
 			c.Error = errCutShort
 			if c.ResponseSHA256 == "" {
 				c.ResponseSHA256 = emptySHA256
@@ -293,3 +297,9 @@ func ReadLog(dir string) ([]apitype.ModelCall, error) {
 
 // emptySHA256 is the hash of a message never received.
 var emptySHA256 = func() string { s := sha256.Sum256(nil); return hex.EncodeToString(s[:]) }()
+
+// ReadLiveLog reads the calls of an attempt that is still running: as
+// ReadLog, but a call in progress stays so.
+func ReadLiveLog(dir string) ([]apitype.ModelCall, error) {
+	return readLog(dir, false)
+}
