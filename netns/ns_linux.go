@@ -83,7 +83,6 @@ type Namespace struct {
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
-
 func (cfg *Config) validate() error {
 	switch cfg.Mode {
 	case "":
