@@ -103,6 +103,8 @@ var allowed = map[string][]string{
 	"internal/undo":      {},
 	"internal/dsse":      {},
 	"internal/modelfake": {},
+	"internal/scrub":     {"client/apitype"},
+	"modelgw":            {"client/apitype", "internal/scrub"},
 	"agents":             {},
 	"e2e/agents":         {},
 }

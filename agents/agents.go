@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
-	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -217,8 +214,10 @@ func List(dirs []string) ([]*Preset, error) {
 type Input struct {
 	// Model overrides the preset's default model.
 	Model string
-	// Gateways are the attempt's gateways, NAME=HOST:PORT.
-	Gateways []string
+	// BaseURLs are the base URLs at which the agent reaches the
+	// attempt's gateways from inside the sandbox, by gateway name
+	// (daemon/runs derives them, see the package doc's {base_url}).
+	BaseURLs map[string]string
 	// EnvNames are the variables the caller passes (values stay out).
 	EnvNames []string
 	// Home is the agent's $HOME inside the sandbox.
@@ -290,7 +289,7 @@ func (p *Preset) BindPaths(prefix string) []string {
 
 // Resolve makes the preset concrete: the model, the gateway's base URL,
 // the executable. It fails when the gateway the preset needs is not among
-// in.Gateways or the API key variable is not among in.EnvNames.
+// in.BaseURLs or the API key variable is not among in.EnvNames.
 func (p *Preset) Resolve(in Input) (Command, error) {
 	model := in.Model
 	if model == "" {
@@ -298,39 +297,9 @@ func (p *Preset) Resolve(in Input) (Command, error) {
 	}
 	baseURL := ""
 	if p.Gateway != "" {
-		rank := map[string]int{} // distinct hosts, in order, from 1
-		for _, g := range in.Gateways {
-			name, hostport, ok := strings.Cut(g, "=")
-			if !ok {
-				return Command{}, fmt.Errorf("%w: gateway %q: want NAME=HOST:PORT", ErrInvalid, g)
-			}
-			host, port, err := net.SplitHostPort(hostport)
-			if err != nil {
-				return Command{}, fmt.Errorf("%w: gateway %q: %w", ErrInvalid, g, err)
-			}
-			if _, err := strconv.Atoi(port); err != nil {
-				return Command{}, fmt.Errorf("%w: gateway %q: bad port", ErrInvalid, g)
-			}
-			host = strings.TrimSuffix(strings.ToLower(host), ".")
-			if _, ok := rank[host]; !ok {
-				rank[host] = len(rank) + 1
-			}
-			if name != p.Gateway {
-				continue
-			}
-			// An IP literal has no name to map: the namespace serves
-			// it at 127.0.1.N, N its host's rank (package netns).
-			if _, err := netip.ParseAddr(host); err == nil {
-				host = fmt.Sprintf("127.0.1.%d", rank[host])
-			}
-			scheme := "http"
-			if port == "443" {
-				scheme = "https"
-			}
-			baseURL = scheme + "://" + net.JoinHostPort(host, port)
-		}
+		baseURL = in.BaseURLs[p.Gateway]
 		if baseURL == "" {
-			return Command{}, fmt.Errorf("%w: agent %s reaches its model through a gateway: pass --gateway %s=HOST:PORT", ErrInvalid, p.Name, p.Gateway)
+			return Command{}, fmt.Errorf("%w: agent %s reaches its model through a gateway: pass --gateway %s=https://HOST (or %s=HOST:PORT)", ErrInvalid, p.Name, p.Gateway, p.Gateway)
 		}
 	}
 	if p.APIKeyEnv != "" && !slices.Contains(in.EnvNames, p.APIKeyEnv) {

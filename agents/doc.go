@@ -33,13 +33,18 @@
 // at its host path, and recorded with the attempt's run.
 //
 // In command, env and files these are replaced: {model}; {base_url}, the
-// model endpoint through the gateway (http://HOST:PORT for a gateway
-// NAME=HOST:PORT, https:// when PORT is 443; for an IP literal HOST,
-// which has no name the namespace could map, the loopback address the
-// namespace serves the gateway at: 127.0.1.N, N the rank of its host
-// among the run's distinct gateway hosts, as package netns assigns them,
-// so that `--gateway model=127.0.0.1:8080` reaches a model server on the
-// host's loopback); {home}, the agent's $HOME in
+// model endpoint through the gateway as the agent reaches it inside the
+// sandbox (Input.BaseURLs, which daemon/runs derives): for an HTTP
+// gateway NAME=https://HOST[:PORT][/PATH] (or http://), which proxies and
+// records each call (package modelgw), http://HOST[:PORT], plain HTTP on
+// port 80 unless the URL names a port, the upstream's path added by the
+// gateway; for a raw gateway NAME=HOST:PORT, http://HOST:PORT, https://
+// when PORT is 443 (TLS passes through). An IP literal HOST has no name
+// the namespace could map: the base URL has the loopback address the
+// namespace serves the gateway at, 127.0.1.N, N the rank of its host
+// among the run's distinct gateway hosts (netns.ListenAddrs), so that
+// `--gateway model=http://127.0.0.1:8080` reaches a model server on the
+// host's loopback; {home}, the agent's $HOME in
 // the sandbox; {prefix}, where setup-agents installs the CLIs
 // (DefaultPrefix). {plan} is left for the runner, which replaces it by the
 // plan's path.

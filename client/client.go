@@ -358,6 +358,32 @@ func (c *Client) Transcript(ctx context.Context, id string) (apitype.Transcript,
 	return t, err
 }
 
+// ModelLog returns the attempt's model calls through its HTTP gateways
+// and their sum (while the attempt runs, the calls recorded so far).
+func (c *Client) ModelLog(ctx context.Context, id string) (apitype.ModelLog, error) {
+	var l apitype.ModelLog
+	if err := checkID("attempt", id); err != nil {
+		return l, err
+	}
+	err := c.getJSON(ctx, endpoint("attempts", id, "model"), nil, &l)
+	return l, err
+}
+
+// ModelMessage returns model call seq's stored request (response false)
+// or response: an HTTP/1.1 message as text, credentials redacted.
+func (c *Client) ModelMessage(ctx context.Context, id string, seq int, response bool) ([]byte, error) {
+	which := "request"
+	if response {
+		which = "response"
+	}
+	body, err := c.stream(ctx, id, "model", strconv.Itoa(seq), which)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	return io.ReadAll(body)
+}
+
 // stream returns the body of a GET for the caller to read and close.
 func (c *Client) stream(ctx context.Context, id string, segs ...string) (io.ReadCloser, error) {
 	if err := checkID("attempt", id); err != nil {

@@ -60,6 +60,8 @@ func (s *server) routes() *http.ServeMux {
 	attempt("GET /v1/attempts/{id}/journal", s.handleJournal)
 	attempt("GET /v1/attempts/{id}/blobs/{sha}", s.handleBlob)
 	attempt("GET /v1/attempts/{id}/transcript", s.handleTranscript)
+	attempt("GET /v1/attempts/{id}/model", s.handleModel)
+	attempt("GET /v1/attempts/{id}/model/{seq}/{which}", s.handleModelMessage)
 	attempt("GET /v1/attempts/{id}/export", s.handleExport)
 	handle("GET /v1/tasks", s.handleTasks)
 	handle("POST /v1/tasks/check", s.handleCheck)

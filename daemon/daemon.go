@@ -21,6 +21,7 @@ import (
 	"benchd.dev/daemon/runs"
 	"benchd.dev/daemon/store"
 	"benchd.dev/limits"
+	"benchd.dev/modelgw"
 )
 
 // Config configures Run.
@@ -82,6 +83,9 @@ type Config struct {
 	// groups are made; "" means the group benchd is in when it starts
 	// (limits.Delegate moves benchd into a leaf below it on cgroup v2).
 	CgroupParent string
+	// Prices is the price table applied to an attempt's model calls
+	// when it ends (benchd --prices); nil: no cost is computed.
+	Prices *modelgw.Prices
 	// Ready, when set, is called once the socket accepts connections
 	// (cmd/benchd sends sd_notify READY=1 from it).
 	Ready  func()

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"benchd.dev/client/apitype"
@@ -27,6 +28,8 @@ const (
 	exportTask    = "task.json"
 	exportSigned  = "attempt.dsse.json"
 	exportReview  = "review.json"
+	exportModel   = "model.jsonl"
+	exportModelIn = "model/"
 )
 
 // storedJournal returns the raw journal of attempt id and its records.
@@ -98,6 +101,10 @@ func (s *server) handleExport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	calls, err := s.store.ModelCalls(r.Context(), a.ID)
+	if err != nil {
+		return err
+	}
 	attemptJSON, _ := json.MarshalIndent(a, "", "  ")
 	taskJSON, _ := json.MarshalIndent(info, "", "  ")
 
@@ -128,6 +135,27 @@ func (s *server) handleExport(w http.ResponseWriter, r *http.Request) error {
 	if werr == nil && a.Review != nil {
 		reviewJSON, _ := json.MarshalIndent(a.Review, "", "  ")
 		werr = put(exportReview, append(reviewJSON, '\n'))
+	}
+	if werr == nil && len(calls) > 0 {
+		// The bytes apitype.ModelCallsSHA256 hashes, and each call's
+		// messages as stored.
+		var lines bytes.Buffer
+		for _, c := range calls {
+			b, _ := json.Marshal(c)
+			lines.Write(append(b, '\n'))
+		}
+		werr = put(exportModel, lines.Bytes())
+		for _, c := range calls {
+			for _, resp := range []bool{false, true} {
+				if werr != nil {
+					break
+				}
+				var m []byte
+				if m, werr = s.store.ModelMessage(r.Context(), a.ID, c.Seq, resp); werr == nil {
+					werr = put(exportModelIn+modelMessageName(c.Seq, resp), m)
+				}
+			}
+		}
 	}
 	blobDir := journal.BlobsDir(exportJournal)
 	for _, sha := range shas {
@@ -215,4 +243,13 @@ func taskInfo(t *tasks.Task) (apitype.TaskInfo, error) {
 		Allow:         t.Policy.Allow,
 		Ignore:        t.Policy.Ignore,
 	}, nil
+}
+
+// modelMessageName names a call's stored request or response in an
+// export's model/ (SEQ.request, SEQ.response), as in the work directory.
+func modelMessageName(seq int, response bool) string {
+	if response {
+		return strconv.Itoa(seq) + ".response"
+	}
+	return strconv.Itoa(seq) + ".request"
 }

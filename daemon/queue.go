@@ -489,12 +489,15 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 		final.Changeset = []apitype.Change{}
 	}
 	scrub.attempt(&final)
+	// The model calls were scrubbed as the gateway stored them; their
+	// sum and cost are the attempt's, signed with it.
+	calls := s.attachModelCalls(&final, out.ModelDir)
 	now := time.Now().UTC()
 	final.Phase, final.Finished, final.BenchdVersion = "", &now, Version
 	// The journal, the verdict and (on a fleet) the job's completion
 	// commit together. A journal that cannot be stored leaves a verdict
 	// without its record: the attempt is then an infra error.
-	err = s.store.Finish(bg, store.Finish{Attempt: final, JournalPath: journalPath, InTx: la.complete})
+	err = s.store.Finish(bg, store.Finish{Attempt: final, JournalPath: journalPath, ModelCalls: calls, InTx: la.complete})
 	if errors.Is(err, store.ErrJournal) {
 		if final.State == apitype.StateDone {
 			final.State = apitype.StateInfraError
@@ -504,7 +507,7 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 		} else {
 			log.Warn("unable to store the journal", "err", err)
 		}
-		err = s.store.Finish(bg, store.Finish{Attempt: final, InTx: la.complete})
+		err = s.store.Finish(bg, store.Finish{Attempt: final, ModelCalls: calls, InTx: la.complete})
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {

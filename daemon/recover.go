@@ -13,6 +13,7 @@ import (
 	"benchd.dev/daemon/runs"
 	"benchd.dev/daemon/store"
 	"benchd.dev/fsmon/journal"
+	"benchd.dev/modelgw"
 	"benchd.dev/tasks"
 )
 
@@ -27,7 +28,8 @@ const sealedAtStart = "benchd stopped while the attempt ran (killed, crashed or 
 // gave up waiting for it). Its journal is sealed (journal.Recover: cut
 // at the last complete record, an interrupted record, the unmount of the
 // tree the records account for) and stored, and the attempt gets its
-// journal head, changeset and counts from it, and its transcript. It
+// journal head, changeset and counts from it, its transcript, and the
+// model calls its HTTP gateways recorded with their sum. It
 // runs after in-flight attempts were marked infra_error and before any
 // attempt runs; an attempt still queued or running is left alone. A
 // journal that cannot be sealed is logged and left on disk. It returns
@@ -100,6 +102,20 @@ func sealLeftJournal(ctx context.Context, st *store.Store, cfg Config, a apitype
 		stdout, stderr := filepath.Join(dir, "stdout"), filepath.Join(dir, "stderr")
 		if err := st.SaveTranscriptFiles(ctx, a.ID, stdout, stderr, capped(stdout), capped(stderr)); err != nil {
 			log.Warn("unable to store the transcript of an interrupted attempt", "attempt", a.ID, "err", err)
+		}
+	}
+	// The calls its HTTP gateways recorded, those in progress at the
+	// crash ending as cut short.
+	if stored, err := st.ModelCalls(ctx, a.ID); err == nil && len(stored) == 0 {
+		recs, calls, err := loadModelCalls(dir)
+		if err != nil {
+			log.Warn("unable to read the model calls of an interrupted attempt", "attempt", a.ID, "err", err)
+		} else if len(recs) > 0 {
+			if err := st.SaveModelCalls(ctx, a.ID, recs); err != nil {
+				log.Warn("unable to store the model calls of an interrupted attempt", "attempt", a.ID, "err", err)
+			} else {
+				a.Model = modelgw.Usage(calls, cfg.Prices)
+			}
 		}
 	}
 	if err := st.UpdateAttempt(ctx, a); err != nil {

@@ -5,60 +5,32 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"benchd.dev/client/apitype"
+	"benchd.dev/internal/scrub"
 )
 
 // MinSecretBytes is the shortest value of an --env variable that is
-// scrubbed: shorter ones ("1", "true") would blot out ordinary text and
-// hide little.
-const MinSecretBytes = 6
-
-// secretMarker is what replaces the value of the variable name.
-func secretMarker(name string) string { return "[env " + name + "]" }
+// scrubbed (scrub.MinSecretBytes).
+const MinSecretBytes = scrub.MinSecretBytes
 
 // scrubber replaces the values of a set of variables, exact matches, by
-// their markers. The zero value replaces nothing.
-type scrubber struct{ r *strings.Replacer }
+// their markers (package scrub). The zero value replaces nothing.
+type scrubber struct{ r scrub.Replacer }
 
-// newScrubber returns the scrubber of env: every value of MinSecretBytes
-// or more. Longer values go first, so that a value that holds another is
-// replaced whole; of two variables with the same value the first names it.
-func newScrubber(env []apitype.EnvVar) scrubber {
-	var vs []apitype.EnvVar
-	for _, e := range env {
-		if len(e.Value) >= MinSecretBytes {
-			vs = append(vs, e)
-		}
-	}
-	if len(vs) == 0 {
-		return scrubber{}
-	}
-	slices.SortStableFunc(vs, func(a, b apitype.EnvVar) int { return len(b.Value) - len(a.Value) })
-	pairs := make([]string, 0, 2*len(vs))
-	for _, e := range vs {
-		pairs = append(pairs, e.Value, secretMarker(e.Name))
-	}
-	return scrubber{strings.NewReplacer(pairs...)}
-}
+// newScrubber returns the scrubber of env (scrub.New).
+func newScrubber(env []apitype.EnvVar) scrubber { return scrubber{scrub.New(env)} }
 
 // text returns s scrubbed.
-func (sc scrubber) text(s string) string {
-	if sc.r == nil {
-		return s
-	}
-	return sc.r.Replace(s)
-}
+func (sc scrubber) text(s string) string { return sc.r.String(s) }
 
 // attempt scrubs the text of a's record that can carry what the agent
 // printed or asked for: the infra error, the reasons' messages and the
 // names its DNS queries asked for.
 func (sc scrubber) attempt(a *apitype.Attempt) {
-	if sc.r == nil {
+	if sc.r.Empty() {
 		return
 	}
 	a.InfraError = sc.text(a.InfraError)
@@ -73,7 +45,7 @@ func (sc scrubber) attempt(a *apitype.Attempt) {
 // file scrubs the capture file at path in place (the sandbox caps it at
 // a few MiB). A missing file or path "" is nothing to scrub.
 func (sc scrubber) file(path string) error {
-	if sc.r == nil || path == "" {
+	if sc.r.Empty() || path == "" {
 		return nil
 	}
 	b, err := os.ReadFile(path)
@@ -83,7 +55,7 @@ func (sc scrubber) file(path string) error {
 	if err != nil {
 		return fmt.Errorf("unable to scrub %s: %w", path, err)
 	}
-	out := sc.r.Replace(string(b))
+	out := sc.text(string(b))
 	if out == string(b) {
 		return nil
 	}
@@ -165,7 +137,7 @@ func (h *scrubHandler) Enabled(ctx context.Context, l slog.Level) bool {
 
 func (h *scrubHandler) Handle(ctx context.Context, r slog.Record) error {
 	sc := h.set.current()
-	if sc.r == nil {
+	if sc.r.Empty() {
 		return h.inner.Handle(ctx, r)
 	}
 	out := slog.NewRecord(r.Time, r.Level, sc.text(r.Message), r.PC)
@@ -192,7 +164,7 @@ func (h *scrubHandler) WithGroup(name string) slog.Handler {
 // scrubAttr scrubs a's value: a string, a group's members, and anything
 // else as the text it prints as (an error, a Stringer, a struct).
 func scrubAttr(sc scrubber, a slog.Attr) slog.Attr {
-	if sc.r == nil {
+	if sc.r.Empty() {
 		return a
 	}
 	v := a.Value.Resolve()

@@ -252,6 +252,10 @@ type AgentScore struct {
 	// another (two tasks or more), else nil.
 	Separation *Interval `json:"separation"`
 	Note       string    `json:"note,omitempty"` // why an interval is missing
+	// Model sums the model usage of every attempt of the agent in the
+	// series, scored or not (an infra error's calls cost as much); nil
+	// when none called a model through an HTTP gateway.
+	Model *apitype.ModelUsage `json:"model,omitempty"`
 }
 
 // TaskRate is an agent's scored attempts of one task and their rate.
@@ -288,6 +292,8 @@ type AgentOutcomes struct {
 	Scored   int              `json:"scored"`
 	Rate     *float64         `json:"rate"` // Passes/Scored; nil when nothing was scored
 	Attempts []AttemptOutcome `json:"attempts"`
+	// Model sums the model usage of these attempts; nil without any.
+	Model *apitype.ModelUsage `json:"model,omitempty"`
 }
 
 // TaskOutcomes lists, for one task, what happened to each agent.
@@ -399,6 +405,7 @@ func scoreSeries(s Series, all []apitype.Attempt, cfg ScoreConfig) SeriesCard {
 			keys = append(keys, k)
 		}
 		acc.spec = a.Agent.Spec // the newest spec names the agent
+		acc.score.Model = addModel(acc.score.Model, a.Model)
 		switch {
 		case a.Unresolved():
 			acc.score.Unresolved++
@@ -495,6 +502,7 @@ func scoreSeries(s Series, all []apitype.Attempt, cfg ScoreConfig) SeriesCard {
 			}
 			ao.Attempts = append(ao.Attempts, AttemptOutcome{ID: a.ID, Outcome: Outcome(a), Reasons: reasons,
 				InfraError: a.InfraError, Created: a.Created})
+			ao.Model = addModel(ao.Model, a.Model)
 		}
 		slices.Sort(order)
 		for _, l := range order {
@@ -662,4 +670,33 @@ func ReadListSeries(name string, list []byte) (Series, error) {
 		return Series{}, fmt.Errorf("list %s: no tasks section: %w", name, ErrInvalid)
 	}
 	return ListSeries(name, strings.Join(head, "; "), tasks), nil
+}
+
+// addModel adds u to sum, which it makes on the first usage; nil stays
+// nil while no usage was added.
+func addModel(sum, u *apitype.ModelUsage) *apitype.ModelUsage {
+	if u == nil {
+		return sum
+	}
+	if sum == nil {
+		sum = &apitype.ModelUsage{}
+	}
+	sum.Add(*u)
+	return sum
+}
+
+// ModelText is a model usage in a few words: "3 calls, 1200/30 tokens
+// in/out, 2 tool calls, $0.0042"; "-" for none.
+func ModelText(u *apitype.ModelUsage) string {
+	if u == nil {
+		return "-"
+	}
+	s := fmt.Sprintf("%d calls, %d/%d tokens in/out, %d tool calls", u.Calls, u.InputTokens, u.OutputTokens, u.ToolCalls)
+	if u.CostUSD != nil {
+		s += fmt.Sprintf(", $%.4f", *u.CostUSD)
+		if u.Unpriced > 0 {
+			s += fmt.Sprintf(" (+%d unpriced)", u.Unpriced)
+		}
+	}
+	return s
 }

@@ -143,6 +143,7 @@ var scoreTemplate = template.Must(template.New("scorecard").Funcs(template.FuncM
 		}
 		return fmt.Sprintf("%.1f–%.1f%%", i.Lo*100, i.Hi*100)
 	},
+	"model": ModelText,
 	"rate": func(r *float64) string {
 		if r == nil {
 			return "n/a"
@@ -217,16 +218,16 @@ grading rules: {{.Card.Series.RulesVersion}}{{if .Card.LeftOut}}; {{.Card.LeftOu
 </svg>
 <p class="note">Dot: rate (mean of per-task rates). Thin line with caps: 95% interval. Shaded bar: bootstrap interval over tasks and attempts; an orange tick where it collapses to a point. Agents of one task set are drawn together, by name.</p>
 <table class="rates">
-<tr><th>agent</th><th>task set</th><th>tasks</th><th>passed</th><th>scored</th><th>rate</th><th>95% interval</th><th>bootstrap 95% (tasks, attempts)</th><th>Wilson 95% (tasks)</th><th>not scored</th></tr>
-{{range .Card.Agents}}<tr><td>{{.Agent}}</td><td class="iv">{{.TaskSet}}</td><td class="num">{{.Tasks}}</td><td class="num">{{.Passes}}</td><td class="num">{{.Scored}}</td><td class="num">{{rate .Rate}}</td><td class="iv">{{pct .Interval}}</td><td class="iv">{{pct .Bootstrap}}</td><td class="iv">{{pct .TaskWilson}}</td><td>{{if .InfraErrors}}{{.InfraErrors}} infra error(s) {{end}}{{if .Canceled}}{{.Canceled}} canceled {{end}}{{if .Unresolved}}{{.Unresolved}} unresolved (left to review){{end}}{{if .Note}} <span class="note">{{.Note}}</span>{{end}}</td></tr>
+<tr><th>agent</th><th>task set</th><th>tasks</th><th>passed</th><th>scored</th><th>rate</th><th>95% interval</th><th>bootstrap 95% (tasks, attempts)</th><th>Wilson 95% (tasks)</th><th>not scored</th><th>model calls</th></tr>
+{{range .Card.Agents}}<tr><td>{{.Agent}}</td><td class="iv">{{.TaskSet}}</td><td class="num">{{.Tasks}}</td><td class="num">{{.Passes}}</td><td class="num">{{.Scored}}</td><td class="num">{{rate .Rate}}</td><td class="iv">{{pct .Interval}}</td><td class="iv">{{pct .Bootstrap}}</td><td class="iv">{{pct .TaskWilson}}</td><td>{{if .InfraErrors}}{{.InfraErrors}} infra error(s) {{end}}{{if .Canceled}}{{.Canceled}} canceled {{end}}{{if .Unresolved}}{{.Unresolved}} unresolved (left to review){{end}}{{if .Note}} <span class="note">{{.Note}}</span>{{end}}</td><td class="iv">{{model .Model}}</td></tr>
 {{end}}</table>
 <h3>Separation</h3>
 <ul class="sep">{{range .Separation}}<li class="separation">{{.}}</li>{{end}}{{range .Card.NotCompared}}<li class="not-compared">{{.}}</li>{{end}}{{if not (or .Card.Separation .Card.NotCompared)}}<li>one agent or none: nothing to compare</li>{{end}}</ul>
 <h3>Per task: rates and what happened</h3>
 <table class="tasks">
-<tr><th>task</th><th>agent</th><th>rate</th><th>attempts, oldest first</th></tr>
-{{range .Card.Tasks}}{{$t := .}}{{range .Agents}}<tr><td>{{$t.Task}}</td><td>{{.Agent}}</td><td class="num">{{taskrate .}}</td><td>{{range $i, $a := .Attempts}}{{if $i}}, {{end}}<a class="{{class $a.Outcome}}" href="#attempt-{{$a.ID}}">{{$a.Outcome}}</a>{{end}}</td></tr>
-{{else}}<tr><td>{{$t.Task}}</td><td colspan="3">no attempt{{if $t.LeftOut}} ({{$t.LeftOut}} graded by another bundle, left out){{end}}</td></tr>
+<tr><th>task</th><th>agent</th><th>rate</th><th>attempts, oldest first</th><th>model calls</th></tr>
+{{range .Card.Tasks}}{{$t := .}}{{range .Agents}}<tr><td>{{$t.Task}}</td><td>{{.Agent}}</td><td class="num">{{taskrate .}}</td><td>{{range $i, $a := .Attempts}}{{if $i}}, {{end}}<a class="{{class $a.Outcome}}" href="#attempt-{{$a.ID}}">{{$a.Outcome}}</a>{{end}}</td><td class="iv">{{model .Model}}</td></tr>
+{{else}}<tr><td>{{$t.Task}}</td><td colspan="4">no attempt{{if $t.LeftOut}} ({{$t.LeftOut}} graded by another bundle, left out){{end}}</td></tr>
 {{end}}{{end}}</table>
 <h3>Attempts</h3>
 {{range .Attempts}}<div class="attempt" id="attempt-{{.ID}}">

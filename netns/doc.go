@@ -64,7 +64,16 @@
 // the host's namespace, and copies bytes both ways untouched (TLS passes
 // through), counting connections and bytes. Hosts gives the /etc/hosts
 // that maps each host name to its address; a gateway whose host is an IP
-// literal is reached at GatewayAddr instead.
+// literal is reached at GatewayAddr instead (ListenAddrs gives the
+// addresses before the namespace exists).
+//
+// A gateway given a Handler (an http.Handler) is an HTTP gateway: its
+// listener serves plain HTTP with that handler, on Gateway.ListenPort
+// (default the gateway's port), and the proxy dials nothing itself; what
+// the handler does with a request (package modelgw forwards it to a
+// model API and records it) is no concern of this package, which only
+// bounds the connections, counts them and their bytes, and on Close
+// closes them and waits for the handler's requests to return.
 //
 // A gateway takes at most MaxGatewayConns connections open at once, and
 // dials at most MaxGatewayDials of them to the endpoint at a time; a

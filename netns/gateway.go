@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -30,12 +31,16 @@ const (
 // harness's failure, never the agent's.
 var ErrUpstream = errors.New("gateway upstream unreachable")
 
-// Probe dials each gateway's real endpoint from the calling goroutine's
-// network namespace (the host's), each within timeout, and closes the
-// connection at once. The first that fails gives an error wrapping
+// Probe dials each raw gateway's real endpoint from the calling
+// goroutine's network namespace (the host's), each within timeout, and
+// closes the connection at once; an HTTP gateway (Gateway.Handler) is
+// left to its handler. The first that fails gives an error wrapping
 // ErrUpstream that names the gateway, its endpoint and the dial error.
 func Probe(ctx context.Context, gws []Gateway, timeout time.Duration) error {
 	for _, g := range gws {
+		if g.Handler != nil {
+			continue // an HTTP gateway's handler probes its own upstream
+		}
 		addr := net.JoinHostPort(g.Host, strconv.Itoa(g.Port))
 		dctx, cancel := context.WithTimeout(ctx, timeout)
 		var d net.Dialer
@@ -66,6 +71,9 @@ type gatewayProxy struct {
 
 	conns, refused, dialErrors, bytesIn, bytesOut atomic.Int64
 
+	srv      *http.Server   // HTTP gateways
+	handlers sync.WaitGroup // HTTP gateways: requests being served
+
 	mu          sync.Mutex
 	open        map[net.Conn]struct{} // both ends of every connection
 	clients     int                   // connections accepted and not yet ended
@@ -74,6 +82,10 @@ type gatewayProxy struct {
 
 func (p *gatewayProxy) serve() {
 	p.open = map[net.Conn]struct{}{}
+	if p.gw.Handler != nil {
+		p.serveHTTP()
+		return
+	}
 	p.dials = make(chan struct{}, MaxGatewayDials)
 	p.wg.Add(1)
 	go func() {
@@ -220,8 +232,109 @@ func pipe(dst, src net.Conn, n *atomic.Int64) {
 	}
 }
 
+// serveHTTP serves the gateway's handler on its listener: the same
+// bound on open connections as a raw gateway, bytes counted on the
+// agent's side.
+func (p *gatewayProxy) serveHTTP() {
+	h := p.gw.Handler
+	p.srv = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p.mu.Lock()
+			if p.open == nil {
+				p.mu.Unlock()
+				http.Error(w, "the gateway is closed", http.StatusServiceUnavailable)
+				return
+			}
+			p.handlers.Add(1)
+			p.mu.Unlock()
+			defer p.handlers.Done()
+			h.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.srv.Serve(&boundListener{Listener: p.ln, p: p})
+	}()
+}
+
+// boundListener admits at most MaxGatewayConns connections at once to
+// an HTTP gateway and counts their bytes.
+type boundListener struct {
+	net.Listener
+	p *gatewayProxy
+}
+
+func (l *boundListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ok, closed := l.p.admit(c)
+		if closed {
+			c.Close()
+			return nil, net.ErrClosed
+		}
+		if !ok {
+			l.p.refused.Add(1)
+			c.Close()
+			continue
+		}
+		l.p.conns.Add(1)
+		return &countedConn{Conn: c, p: l.p}, nil
+	}
+}
+
+// countedConn counts an HTTP gateway's bytes and frees its place once
+// closed.
+type countedConn struct {
+	net.Conn
+	p    *gatewayProxy
+	once sync.Once
+}
+
+func (c *countedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.p.bytesOut.Add(int64(n))
+	return n, err
+}
+
+func (c *countedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.p.bytesIn.Add(int64(n))
+	return n, err
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() {
+		c.p.mu.Lock()
+		if c.p.open != nil {
+			delete(c.p.open, c.Conn)
+		}
+		c.p.clients--
+		c.p.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
 // close stops accepting, ends every open connection and waits.
 func (p *gatewayProxy) close() {
+	if p.srv != nil {
+		// Closing the connections cancels the requests' contexts; the
+		// handlers are waited for.
+		p.mu.Lock()
+		p.open = nil
+		p.mu.Unlock()
+		p.srv.Close()
+		p.handlers.Wait()
+		p.wg.Wait()
+		return
+	}
 	p.ln.Close()
 	p.mu.Lock()
 	for c := range p.open {
@@ -237,7 +350,7 @@ func (p *gatewayProxy) use() GatewayUse {
 	last := p.lastDialErr
 	p.mu.Unlock()
 	return GatewayUse{
-		Name: p.gw.Name, Host: p.gw.Host, Port: p.gw.Port, Listen: p.listen,
+		Name: p.gw.Name, Host: p.gw.Host, Port: p.gw.Port, Listen: p.listen, HTTP: p.gw.Handler != nil,
 		Conns: p.conns.Load(), Refused: p.refused.Load(),
 		DialErrors: p.dialErrors.Load(), LastDialError: last,
 		BytesIn: p.bytesIn.Load(), BytesOut: p.bytesOut.Load(),

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"regexp"
 	"strconv"
@@ -53,6 +54,23 @@ type Gateway struct {
 	Name string `json:"name"`
 	Host string `json:"host"` // a DNS name (lower case) or an IP literal
 	Port int    `json:"port"`
+	// Handler, when not nil, makes the gateway an HTTP one: inside the
+	// namespace it serves plain HTTP with Handler on ListenPort, and
+	// dials nothing itself (the handler reaches Host:Port its own way,
+	// and counts its own dial errors). The connection bound, the byte
+	// counts and the name mapping are the same as a raw gateway's.
+	Handler http.Handler `json:"-"`
+	// ListenPort is the gateway's port inside the namespace; 0 means
+	// Port.
+	ListenPort int `json:"listen_port,omitempty"`
+}
+
+// listenPort is the gateway's port inside the namespace.
+func (g Gateway) listenPort() int {
+	if g.ListenPort != 0 {
+		return g.ListenPort
+	}
+	return g.Port
 }
 
 // String gives the gateway in the syntax ParseGateway reads.
@@ -110,6 +128,78 @@ func (g Gateway) validHost() error {
 	}
 	return nil
 }
+
+// CheckGateways checks a namespace's gateways as New does: each parses
+// (ParseGateway's rules; a listen port, if set, in range), names are
+// unique, no two listen on one host and port, none names the sandbox
+// itself (localhost, hostname), at most 254 hosts. It returns them
+// normalized (host in lower case, no trailing dot).
+func CheckGateways(in []Gateway, hostname string) ([]Gateway, error) {
+	names := map[string]bool{}
+	ends := map[string]bool{}
+	hosts := map[string]bool{}
+	gws := make([]Gateway, len(in))
+	for i, g := range in {
+		parsed, err := ParseGateway(g.String())
+		if err != nil {
+			return nil, err
+		}
+		if g.ListenPort < 0 || g.ListenPort > 65535 {
+			return nil, fmt.Errorf("gateway %s: bad listen port %d: %w", g.Name, g.ListenPort, ErrInvalid)
+		}
+		parsed.Handler, parsed.ListenPort = g.Handler, g.ListenPort
+		g := parsed
+		if g.Host == "localhost" || (hostname != "" && g.Host == hostname) {
+			return nil, fmt.Errorf("gateway %s: host %q names the sandbox itself: %w", g.Name, g.Host, ErrInvalid)
+		}
+		gws[i] = g
+		if names[g.Name] {
+			return nil, fmt.Errorf("gateway name %q used twice: %w", g.Name, ErrInvalid)
+		}
+		end := g.Host + ":" + fmt.Sprint(g.listenPort())
+		if ends[end] {
+			return nil, fmt.Errorf("gateway endpoint %s used twice: %w", end, ErrInvalid)
+		}
+		names[g.Name], ends[end], hosts[g.Host] = true, true, true
+	}
+	if len(hosts) > 254 {
+		return nil, fmt.Errorf("%d gateway hosts, at most 254: %w", len(hosts), ErrInvalid)
+	}
+	return gws, nil
+}
+
+// ListenAddrs gives the address inside the namespace at which each
+// gateway (by name) listens, as New assigns them: 127.0.1.N, N the rank
+// of the gateway's host among the distinct hosts of gws, in order, and
+// the gateway's listen port. Hosts maps a host name to that address; an
+// IP literal host is reached at the address itself.
+func ListenAddrs(gws []Gateway) map[string]netip.AddrPort {
+	out := map[string]netip.AddrPort{}
+	for name, a := range hostAddrs(gws) {
+		for _, g := range gws {
+			if g.Host == name {
+				out[g.Name] = netip.AddrPortFrom(a, uint16(g.listenPort()))
+			}
+		}
+	}
+	return out
+}
+
+// hostAddrs gives each distinct host of gws its loopback address.
+func hostAddrs(gws []Gateway) map[string]netip.Addr {
+	addrs := map[string]netip.Addr{}
+	next := gatewayNet
+	for _, g := range gws {
+		if _, ok := addrs[g.Host]; !ok {
+			next = next.Next()
+			addrs[g.Host] = next
+		}
+	}
+	return addrs
+}
+
+// gatewayNet holds the loopback addresses of gateways: 127.0.1.1 upward.
+var gatewayNet = netip.MustParseAddr("127.0.1.0")
 
 // isIP reports whether the gateway's host is an IP literal.
 func (g Gateway) isIP() bool {
@@ -193,7 +283,10 @@ type GatewayUse struct {
 	Host   string         `json:"host"`
 	Port   int            `json:"port"`
 	Listen netip.AddrPort `json:"listen"` // its address inside the namespace
-	// Conns counts the connections served (each dialed to the endpoint).
+	// HTTP says the gateway served HTTP with a handler (Gateway.Handler).
+	HTTP bool `json:"http,omitempty"`
+	// Conns counts the connections served: each dialed to the endpoint
+	// (raw), or each served by the handler (HTTP).
 	Conns int64 `json:"conns"`
 	// Refused counts connections closed at once because MaxGatewayConns
 	// were open: the agent's doing, never an upstream failure.

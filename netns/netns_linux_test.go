@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -825,12 +826,14 @@ func TestConfigErrors(t *testing.T) {
 		{"relative run dir", Config{RunDir: "run"}, ErrInvalid},
 		{"pool too big", Config{Pool: netip.MustParsePrefix("10.0.0.0/8"), RunDir: "/nonexistent"}, ErrInvalid},
 		{"ipv6 pool", Config{Pool: netip.MustParsePrefix("fd00::/64"), RunDir: "/nonexistent"}, ErrInvalid},
-		{"same gateway name", Config{RunDir: "/nonexistent", Gateways: []Gateway{{"a", "h", 1}, {"a", "h", 2}}}, ErrInvalid},
-		{"same endpoint", Config{RunDir: "/nonexistent", Gateways: []Gateway{{"a", "h", 1}, {"b", "h", 1}}}, ErrInvalid},
-		{"bad gateway", Config{RunDir: "/nonexistent", Gateways: []Gateway{{"a", "h h", 1}}}, ErrInvalid},
-		{"same endpoint but a dot", Config{RunDir: "/nonexistent", Gateways: []Gateway{{"a", "h", 1}, {"b", "h.", 1}}}, ErrInvalid},
-		{"gateway to localhost", Config{RunDir: "/nonexistent", Gateways: []Gateway{{"a", "localhost", 1}}}, ErrInvalid},
-		{"gateway to own name", Config{RunDir: "/nonexistent", Hostname: "box", Gateways: []Gateway{{"a", "box", 1}}}, ErrInvalid},
+		{"same gateway name", Config{RunDir: "/nonexistent", Gateways: []Gateway{{Name: "a", Host: "h", Port: 1}, {Name: "a", Host: "h", Port: 2}}}, ErrInvalid},
+		{"same endpoint", Config{RunDir: "/nonexistent", Gateways: []Gateway{{Name: "a", Host: "h", Port: 1}, {Name: "b", Host: "h", Port: 1}}}, ErrInvalid},
+		{"bad gateway", Config{RunDir: "/nonexistent", Gateways: []Gateway{{Name: "a", Host: "h h", Port: 1}}}, ErrInvalid},
+		{"same endpoint but a dot", Config{RunDir: "/nonexistent", Gateways: []Gateway{{Name: "a", Host: "h", Port: 1}, {Name: "b", Host: "h.", Port: 1}}}, ErrInvalid},
+		{"same listen port, HTTP and raw", Config{RunDir: "/nonexistent", Gateways: []Gateway{{Name: "a", Host: "h", Port: 80}, {Name: "b", Host: "h", Port: 443, ListenPort: 80, Handler: http.NotFoundHandler()}}}, ErrInvalid},
+		{"bad listen port", Config{RunDir: "/nonexistent", Gateways: []Gateway{{Name: "a", Host: "h", Port: 443, ListenPort: 70000, Handler: http.NotFoundHandler()}}}, ErrInvalid},
+		{"gateway to localhost", Config{RunDir: "/nonexistent", Gateways: []Gateway{{Name: "a", Host: "localhost", Port: 1}}}, ErrInvalid},
+		{"gateway to own name", Config{RunDir: "/nonexistent", Hostname: "box", Gateways: []Gateway{{Name: "a", Host: "box", Port: 1}}}, ErrInvalid},
 		{"bad host name", Config{RunDir: "/nonexistent", Hostname: "a b"}, ErrInvalid},
 	}
 	for _, tt := range tests {

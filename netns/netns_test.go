@@ -16,12 +16,12 @@ func TestParseGateway(t *testing.T) {
 		want Gateway
 		err  bool
 	}{
-		{"host name", "model=api.example.com:443", Gateway{"model", "api.example.com", 443}, false},
-		{"upper case host", "m=API.Example.COM:8080", Gateway{"m", "api.example.com", 8080}, false},
-		{"trailing dot", "m=api.example.com.:443", Gateway{"m", "api.example.com", 443}, false},
-		{"ipv4", "echo=127.0.0.1:7", Gateway{"echo", "127.0.0.1", 7}, false},
-		{"ipv6", "v6=[2001:db8::1]:443", Gateway{"v6", "2001:db8::1", 443}, false},
-		{"dots and dashes in name", "a.b-c_d=h:1", Gateway{"a.b-c_d", "h", 1}, false},
+		{"host name", "model=api.example.com:443", Gateway{Name: "model", Host: "api.example.com", Port: 443}, false},
+		{"upper case host", "m=API.Example.COM:8080", Gateway{Name: "m", Host: "api.example.com", Port: 8080}, false},
+		{"trailing dot", "m=api.example.com.:443", Gateway{Name: "m", Host: "api.example.com", Port: 443}, false},
+		{"ipv4", "echo=127.0.0.1:7", Gateway{Name: "echo", Host: "127.0.0.1", Port: 7}, false},
+		{"ipv6", "v6=[2001:db8::1]:443", Gateway{Name: "v6", Host: "2001:db8::1", Port: 443}, false},
+		{"dots and dashes in name", "a.b-c_d=h:1", Gateway{Name: "a.b-c_d", Host: "h", Port: 1}, false},
 		{"no equals", "api.example.com:443", Gateway{}, true},
 		{"empty name", "=h:1", Gateway{}, true},
 		{"upper case name", "Model=h:1", Gateway{}, true},

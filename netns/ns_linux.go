@@ -83,9 +83,6 @@ type Namespace struct {
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
-// gatewayNet holds the loopback addresses of gateways: 127.0.1.1 upward.
-var gatewayNet = netip.MustParseAddr("127.0.1.0")
-
 func (cfg *Config) validate() error {
 	switch cfg.Mode {
 	case "":
@@ -125,31 +122,11 @@ func (cfg *Config) validate() error {
 			return fmt.Errorf("host name %q: %w", cfg.Hostname, ErrInvalid)
 		}
 	}
-	names := map[string]bool{}
-	ends := map[string]bool{}
-	hosts := map[string]bool{}
-	gws := make([]Gateway, len(cfg.Gateways))
-	for i, g := range cfg.Gateways {
-		g, err := ParseGateway(g.String())
-		if err != nil {
-			return err
-		}
-		if g.Host == "localhost" || g.Host == cfg.Hostname {
-			return fmt.Errorf("gateway %s: host %q names the sandbox itself: %w", g.Name, g.Host, ErrInvalid)
-		}
-		gws[i] = g
-		if names[g.Name] {
-			return fmt.Errorf("gateway name %q used twice: %w", g.Name, ErrInvalid)
-		}
-		if ends[g.Host+":"+fmt.Sprint(g.Port)] {
-			return fmt.Errorf("gateway endpoint %s:%d used twice: %w", g.Host, g.Port, ErrInvalid)
-		}
-		names[g.Name], ends[g.Host+":"+fmt.Sprint(g.Port)], hosts[g.Host] = true, true, true
+	gws, err := CheckGateways(cfg.Gateways, cfg.Hostname)
+	if err != nil {
+		return err
 	}
 	cfg.Gateways = gws
-	if len(hosts) > 254 {
-		return fmt.Errorf("%d gateway hosts, at most 254: %w", len(hosts), ErrInvalid)
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -240,15 +217,10 @@ func New(ctx context.Context, cfg Config) (_ *Namespace, err error) {
 	// thread that joined it: sockets belong to the namespace they were
 	// made in, and keep working from any goroutine afterwards.
 	n.hosts = map[string]netip.Addr{}
-	listen := map[string]netip.Addr{}
-	next := gatewayNet
+	listen := hostAddrs(cfg.Gateways)
 	for _, g := range cfg.Gateways {
-		if _, ok := listen[g.Host]; !ok {
-			next = next.Next()
-			listen[g.Host] = next
-			if !g.isIP() {
-				n.hosts[g.Host] = next
-			}
+		if !g.isIP() {
+			n.hosts[g.Host] = listen[g.Host]
 		}
 	}
 	var (
@@ -271,7 +243,7 @@ func New(ctx context.Context, cfg Config) (_ *Namespace, err error) {
 			return fmt.Errorf("unable to listen for DNS: %w", err)
 		}
 		for _, g := range cfg.Gateways {
-			ap := netip.AddrPortFrom(listen[g.Host], uint16(g.Port))
+			ap := netip.AddrPortFrom(listen[g.Host], uint16(g.listenPort()))
 			ln, err := net.Listen("tcp4", ap.String())
 			if err != nil {
 				return fmt.Errorf("unable to listen for gateway %s: %w", g.Name, err)
@@ -314,7 +286,7 @@ func New(ctx context.Context, cfg Config) (_ *Namespace, err error) {
 	}
 	n.stub.serve()
 	for i, g := range cfg.Gateways {
-		p := &gatewayProxy{gw: g, listen: netip.AddrPortFrom(listen[g.Host], uint16(g.Port)), ln: lns[i], ctx: sctx, log: n.log}
+		p := &gatewayProxy{gw: g, listen: netip.AddrPortFrom(listen[g.Host], uint16(g.listenPort())), ln: lns[i], ctx: sctx, log: n.log}
 		p.serve()
 		n.proxies = append(n.proxies, p)
 	}

@@ -42,6 +42,8 @@
 package apitype
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 )
@@ -647,6 +649,11 @@ type ModelUsage struct {
 	// CostUSD).
 	CostUSD  *float64 `json:"cost_usd,omitempty"`
 	Unpriced int64    `json:"unpriced,omitempty"`
+	// CallsSHA256 is, in an attempt's own usage (Attempt.Model), the
+	// hash of its calls (ModelCallsSHA256): the signed statement
+	// carries it, so that neither a call nor a stored message can be
+	// changed and still verify. Add leaves it out of sums.
+	CallsSHA256 string `json:"calls_sha256,omitempty"`
 }
 
 // Add adds v to u (a nil CostUSD adds nothing to the cost).
@@ -708,6 +715,51 @@ type ModelCall struct {
 	RequestBytes  int64 `json:"request_bytes"`
 	ResponseBytes int64 `json:"response_bytes"`
 	Truncated     bool  `json:"truncated,omitempty"`
+	// RequestSHA256 and ResponseSHA256 are the SHA-256 of the stored
+	// request and response (the text the .../request and .../response
+	// endpoints give, and an export's model/SEQ.request and .response):
+	// the calls' hash (ModelCallsSHA256), which the statement signs,
+	// binds the stored messages through them. ResponseSHA256 is the
+	// hash of the empty message when there was no response.
+	RequestSHA256  string `json:"request_sha256,omitempty"`
+	ResponseSHA256 string `json:"response_sha256,omitempty"`
+}
+
+// ModelUsageOf sums calls as ModelUsage counts them: every call; an
+// error for no response or a status of 400 or more; unreported for one
+// whose response carried no usage; the tokens and tool calls of the
+// rest. It sets no cost (the price table's, benchd's) and no
+// CallsSHA256.
+func ModelUsageOf(calls []ModelCall) ModelUsage {
+	var u ModelUsage
+	for _, c := range calls {
+		u.Calls++
+		if c.Status == 0 || c.Status >= 400 {
+			u.Errors++
+		}
+		if c.Usage == nil {
+			u.Unreported++
+		} else {
+			u.TokenUsage.Add(*c.Usage)
+		}
+		u.ToolCalls += int64(len(c.ToolCalls))
+	}
+	return u
+}
+
+// ModelCallsSHA256 is the hex SHA-256 of calls as JSON lines: each
+// call's encoding (encoding/json) and a newline, in order; an export's
+// model.jsonl is exactly these bytes. "" for no calls.
+func ModelCallsSHA256(calls []ModelCall) string {
+	if len(calls) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	for _, c := range calls {
+		b, _ := json.Marshal(c)
+		h.Write(append(b, '\n'))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ModelLog is an attempt's model calls, in order, and their sum.
@@ -813,8 +865,11 @@ type Status struct {
 // with the bundle hash), attempt.dsse.json (the Statement of the
 // attempt in a DSSE envelope signed by benchd's host key) and, for a
 // reviewed attempt, review.json (the Review, which attempt.json and the
-// signed statement carry too). benchctl verify checks it offline.
-const ExportLayout = "journal.jsonl, journal.jsonl.blobs/, transcript/stdout, transcript/stderr, attempt.json, task.json, attempt.dsse.json, review.json (reviewed attempts)"
+// signed statement carry too). An attempt with model calls adds
+// model.jsonl (its ModelCalls, the bytes ModelCallsSHA256 hashes) and
+// model/SEQ.request and model/SEQ.response (each call's stored
+// messages). benchctl verify checks it offline.
+const ExportLayout = "journal.jsonl, journal.jsonl.blobs/, transcript/stdout, transcript/stderr, attempt.json, task.json, attempt.dsse.json, review.json (reviewed attempts), model.jsonl and model/ (attempts with model calls)"
 
 // HostKey is the public half of benchd's host key, which signs each
 // ended attempt's Statement.
@@ -886,6 +941,9 @@ type Statement struct {
 	// Review is the attempt's review: only in a statement of type
 	// StatementTypeReviewed.
 	Review *Review `json:"review,omitempty"`
+	// Model is the attempt's model usage (Attempt.Model), with the hash
+	// of its calls; omitted when it had none.
+	Model *ModelUsage `json:"model,omitempty"`
 }
 
 // TaskPolicy is a task's edit policy (fsmon/journal.Policy's globs).
@@ -906,6 +964,7 @@ func StatementOf(a Attempt) Statement {
 		PeakMemory: a.PeakMemoryBytes, MaxRSS: a.MaxRSSBytes,
 		Edits: a.Edits, Denied: a.Denied, Changeset: a.Changeset, Network: a.Network,
 		BenchdVersion: a.BenchdVersion, Host: a.Host, HostKeyID: a.HostKeyID, Binds: a.Binds, RetryOf: a.RetryOf, Review: a.Review,
+		Model: a.Model,
 	}
 	if a.Review != nil {
 		st.Type = StatementTypeReviewed

@@ -198,14 +198,23 @@ func showAttempt(w io.Writer, a apitype.Attempt) {
 		p("", "dns %s %s at %s", q.Type, q.Name, q.Time.Local().Format("15:04:05.000"))
 	}
 	for _, g := range n.Gateways {
-		p("", "gateway %s (%s): %d connections, %s in, %s out", g.Name, g.Endpoint, g.Conns,
+		where := g.Endpoint
+		if g.Kind == apitype.GatewayHTTP {
+			where = "HTTP to " + g.URL
+		}
+		p("", "gateway %s (%s): %d connections, %s in, %s out", g.Name, where, g.Conns,
 			formatBytes(g.BytesIn), formatBytes(g.BytesOut))
-		if g.Refused > 0 {
+		if g.Refused > 0 && g.Kind == apitype.GatewayHTTP {
+			p("", "  %d connection(s) or request(s) refused by the gateway (benchctl model %s shows the requests)", g.Refused, a.ID)
+		} else if g.Refused > 0 {
 			p("", "  %d connection(s) refused: more than the gateway takes at once", g.Refused)
 		}
 		if g.DialErrors > 0 {
 			p("", "  %d failed dial(s) to the endpoint, the last: %s", g.DialErrors, g.LastDialError)
 		}
+	}
+	if a.Model != nil || hasHTTPGateway(n) {
+		p("model", "%s (benchctl model %s lists them)", usageLine(a.Model), a.ID)
 	}
 	p("journal head", "%s", orDash(a.JournalHead))
 	if a.GradeSeed != 0 {
@@ -502,4 +511,13 @@ func (c *CLI) cmdStatus(ctx context.Context, args []string) int {
 		c.api().SocketPath(), st.Version, st.Queued, st.Running, st.Concurrency, st.StateDir, st.Tasks)
 	tw.Flush()
 	return exitOK
+}
+
+func hasHTTPGateway(n apitype.Network) bool {
+	for _, g := range n.Gateways {
+		if g.Kind == apitype.GatewayHTTP {
+			return true
+		}
+	}
+	return false
 }

@@ -51,7 +51,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"run", "(--task ID | --tasks ID,ID,... | --list LIST) --agent A [--attempts N] [--timeout D] [--env NAME]... [--gateway NAME=HOST:PORT]... [--model M] [--detach] [--every D]", "run attempts of one task, or of several as one run, and wait for their verdicts", (*CLI).cmdRun},
+		{"run", "(--task ID | --tasks ID,ID,... | --list LIST) --agent A [--attempts N] [--timeout D] [--env NAME]... [--gateway NAME=https://HOST[:PORT][/PATH] | NAME=HOST:PORT]... [--model M] [--detach] [--every D]", "run attempts of one task, or of several as one run, and wait for their verdicts", (*CLI).cmdRun},
 		{"wait", "RUN [--every D]", "follow a run's progress until every attempt has ended; exit status as run's", (*CLI).cmdWait},
 		{"list", "[--agent A] [--model M] [--run ID] [--task ID]... [--series S] [--state S]... [--purpose P]... [--since WHEN] [--until WHEN] [--limit N]", "list attempts, newest first", (*CLI).cmdList},
 		{"show", "ATTEMPT", "show an attempt: verdict, every reason, metrics, agent identity", (*CLI).cmdShow},
@@ -59,6 +59,7 @@ func init() {
 		{"log", "ATTEMPT [--denied]", "the journal as a timeline", (*CLI).cmdLog},
 		{"diff", "ATTEMPT [--at SEQ] [--all] [--tree]", "the changeset and unified diffs, or the tree at record SEQ", (*CLI).cmdDiff},
 		{"transcript", "ATTEMPT [--stdout | --stderr]", "the agent's captured output", (*CLI).cmdTranscript},
+		{"model", "ATTEMPT [--request SEQ | --response SEQ]", "the model calls through the attempt's HTTP gateways: a table, or one call's stored request or response", (*CLI).cmdModel},
 		{"export", "ATTEMPT -o FILE", "write the attempt's archive to FILE (- for stdout)", (*CLI).cmdExport},
 		{"verify", "FILE [--key FILE|HEX]", "check an exported archive offline: its signature, journal, blobs and what the verdict claims about the journal (exit 0 verified, 1 a check failed, 2 unreadable or bad usage, 3 verified but the signer not checked: no --key)", (*CLI).cmdVerify},
 		{"key", "", "print the public half of benchd's host key (hex), which signs every ended attempt", (*CLI).cmdKey},

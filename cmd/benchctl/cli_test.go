@@ -36,7 +36,7 @@ func TestBadUsage(t *testing.T) {
 		{"run env unset", []string{"run", "--task", "rt-01", "--agent", "x", "--env", "OTHER"}, "--env OTHER: not set"},
 		{"run env bad name", []string{"run", "--task", "rt-01", "--agent", "x", "--env", "1X"}, `--env "1X": not a variable name`},
 		{"run env twice", []string{"run", "--task", "rt-01", "--agent", "x", "--env", "API_KEY", "--env", "API_KEY"}, "given twice"},
-		{"run bad gateway", []string{"run", "--task", "rt-01", "--agent", "x", "--gateway", "api.example:443"}, "want NAME=HOST:PORT"},
+		{"run bad gateway", []string{"run", "--task", "rt-01", "--agent", "x", "--gateway", "api.example:443"}, "or NAME=HOST:PORT"},
 		{"run gateway bad port", []string{"run", "--task", "rt-01", "--agent", "x", "--gateway", "m=h:99999"}, "not 1 to 65535"},
 		{"run extra argument", []string{"run", "--task", "rt-01", "--agent", "x", "extra"}, `unexpected argument "extra"`},
 		{"show without attempt", []string{"show"}, "missing ATTEMPT"},

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -162,10 +163,25 @@ func newTable(w io.Writer) *tabwriter.Writer {
 // verdictTable prints one line per attempt.
 func verdictTable(w io.Writer, as []apitype.Attempt) {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "ATTEMPT\tTASK\tVERDICT\tEXIT\tWALL\tPEAK MEM\tEDITS\tDENIED\tREASONS")
+	// The model's columns only when an attempt called a model through
+	// an HTTP gateway.
+	model := sumModel(as) != nil
+	head := "ATTEMPT\tTASK\tVERDICT\tEXIT\tWALL\tPEAK MEM\tEDITS\tDENIED"
+	if model {
+		head += "\tCALLS\tTOKENS IN/OUT\tCOST"
+	}
+	fmt.Fprintln(tw, head+"\tREASONS")
 	for _, a := range as {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", a.ID, a.Task, verdict(a), exitStatus(a),
-			wallTime(a), formatBytes(a.PeakMemoryBytes), a.Edits, a.Denied, reasonCodes(a))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t", a.ID, a.Task, verdict(a), exitStatus(a),
+			wallTime(a), formatBytes(a.PeakMemoryBytes), a.Edits, a.Denied)
+		if model {
+			calls := "-"
+			if a.Model != nil {
+				calls = strconv.FormatInt(a.Model.Calls, 10)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t", calls, tokensCell(a.Model), costCell(a.Model))
+		}
+		fmt.Fprintf(tw, "%s\n", reasonCodes(a))
 	}
 	tw.Flush()
 }

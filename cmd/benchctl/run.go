@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +25,8 @@ type runResult struct {
 	Agent    string            `json:"agent"`
 	Pass     bool              `json:"pass"` // every attempt passed
 	Attempts []apitype.Attempt `json:"attempts"`
+	// Model sums the attempts' model usage; omitted when none had any.
+	Model *apitype.ModelUsage `json:"model,omitempty"`
 }
 
 // runFlags are the flags of run, before they become a RunRequest.
@@ -166,15 +169,23 @@ func validEnvName(s string) bool {
 	return true
 }
 
-// checkGateway checks the form NAME=HOST:PORT.
+// checkGateway checks the forms NAME=HOST:PORT and
+// NAME=http(s)://HOST[:PORT][/PATH] (benchd checks the rest).
 func checkGateway(g string) error {
 	name, addr, ok := strings.Cut(g, "=")
 	if !ok || name == "" {
-		return fmt.Errorf("--gateway %q: want NAME=HOST:PORT", g)
+		return fmt.Errorf("--gateway %q: want NAME=https://HOST[:PORT][/PATH] or NAME=HOST:PORT", g)
+	}
+	if l := strings.ToLower(addr); strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") {
+		u, err := url.Parse(addr)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("--gateway %q: want NAME=https://HOST[:PORT][/PATH]", g)
+		}
+		return nil
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || host == "" {
-		return fmt.Errorf("--gateway %q: want NAME=HOST:PORT", g)
+		return fmt.Errorf("--gateway %q: want NAME=https://HOST[:PORT][/PATH] or NAME=HOST:PORT", g)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return fmt.Errorf("--gateway %q: port %q is not 1 to 65535", g, port)
@@ -214,7 +225,7 @@ func (c *CLI) printDetached(ctx context.Context, asJSON bool, run apitype.Run) i
 func (c *CLI) printRun(asJSON bool, run apitype.Run, as []apitype.Attempt) int {
 	code, pass := runExit(as)
 	if asJSON {
-		c.printJSON(runResult{Run: run.ID, Task: run.Task, Agent: run.Agent, Pass: pass, Attempts: normalizeAll(as)})
+		c.printJSON(runResult{Run: run.ID, Task: run.Task, Agent: run.Agent, Pass: pass, Attempts: normalizeAll(as), Model: sumModel(as)})
 		return code
 	}
 	verdictTable(c.Stdout, as)
@@ -225,6 +236,9 @@ func (c *CLI) printRun(asJSON bool, run apitype.Run, as []apitype.Attempt) int {
 		}
 	}
 	fmt.Fprintf(c.Stdout, "\n%d of %d attempts passed (run %s)\n", n, len(as), run.ID)
+	if u := sumModel(as); u != nil {
+		fmt.Fprintf(c.Stdout, "model: %s\n", usageLine(u))
+	}
 	for _, a := range as {
 		if a.State == apitype.StateInfraError {
 			fmt.Fprintf(c.Stdout, "  %s: infra error: %s\n", a.ID, oneLine(a.InfraError, 200))

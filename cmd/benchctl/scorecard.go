@@ -185,6 +185,7 @@ func printScorecard(w io.Writer, sc draw.Scorecard) {
 				rateText(a.Rate), intervalText(a.Interval), intervalText(a.Bootstrap), intervalText(a.TaskWilson), notScored(a))
 		}
 		tw.Flush()
+		modelLines(w, s)
 		fmt.Fprintln(w)
 		draw.WriteTextPlot(w, s, "  ")
 		if len(s.Separation) > 0 || len(s.NotCompared) > 0 {
@@ -253,4 +254,37 @@ func notScored(a draw.AgentScore) string {
 		return "-"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// modelLines prints each agent's model usage in the series, and per
+// task, when an attempt called a model through an HTTP gateway.
+func modelLines(w io.Writer, s draw.SeriesCard) {
+	any := false
+	for _, a := range s.Agents {
+		any = any || a.Model != nil
+	}
+	if !any {
+		return
+	}
+	fmt.Fprintln(w, "  model calls, every attempt of the series (scored or not):")
+	tw := newTable(w)
+	fmt.Fprintln(tw, "    AGENT\tCALLS\tTOKENS IN/OUT\tTOOL CALLS\tCOST\tERRORS")
+	row := func(name string, u *apitype.ModelUsage) {
+		if u == nil {
+			fmt.Fprintf(tw, "    %s\t-\t-\t-\t-\t-\n", name)
+			return
+		}
+		fmt.Fprintf(tw, "    %s\t%d\t%s\t%d\t%s\t%d\n", name, u.Calls, tokensCell(u), u.ToolCalls, costCell(u), u.Errors)
+	}
+	for _, a := range s.Agents {
+		row(a.Agent, a.Model)
+	}
+	for _, t := range s.Tasks {
+		for _, ag := range t.Agents {
+			if ag.Model != nil {
+				row(t.Task+" "+ag.Agent, ag.Model)
+			}
+		}
+	}
+	tw.Flush()
 }

@@ -228,6 +228,12 @@ func verifyArchive(ctx context.Context, file string, key ed25519.PublicKey, rg *
 		}
 	}
 
+	if aerr == nil {
+		if detail, err, ok := checkModel(root, a); ok {
+			res.add("model", err, detail)
+		}
+	}
+
 	jpath := filepath.Join(root, "journal.jsonl")
 	blobs := &journal.Blobs{Dir: journal.BlobsDir(jpath)}
 	if _, err := os.Stat(blobs.Dir); err != nil {

@@ -16,6 +16,7 @@ import (
 	"benchd.dev/client/apitype"
 	"benchd.dev/daemon"
 	"benchd.dev/daemon/store"
+	"benchd.dev/modelgw"
 	"benchd.dev/tasks"
 )
 
@@ -44,6 +45,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	host := fl.String("host", "", "this host's name in the attempts it runs, its fleet queue and its metrics (default: the host name)")
 	rescueAfter := fl.Duration("rescue-after", daemon.DefaultRescueAfter, "on a fleet (--database postgres://), how long an attempt's job may run before another host checks whether its host is still alive")
 	metricsAddr := fl.String("metrics", "", "serve GET /metrics (Prometheus text format) on this TCP host:port, such as 127.0.0.1:9464 (default: off)")
+	pricesFile := fl.String("prices", "", "price table (TOML: USD per million tokens per model) that turns the model calls' tokens into cost (default: "+modelgw.DefaultPricesFile+" if present)")
 	if err := fl.Parse(args); err != nil {
 		return fail(stderr, 2, "%v", err)
 	}
@@ -72,6 +74,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if _, _, err := net.SplitHostPort(*metricsAddr); err != nil {
 			return fail(stderr, 2, "--metrics %q: want host:port, such as 127.0.0.1:9464: %v", *metricsAddr, err)
 		}
+	}
+	var prices *modelgw.Prices
+	if *pricesFile == "" {
+		if _, err := os.Stat(modelgw.DefaultPricesFile); err == nil {
+			*pricesFile = modelgw.DefaultPricesFile
+		}
+	}
+	if *pricesFile != "" {
+		p, err := modelgw.LoadPrices(*pricesFile)
+		if err != nil {
+			return fail(stderr, 2, "--prices: %v", err)
+		}
+		prices = p
 	}
 	if os.Geteuid() != 0 {
 		return fail(stderr, 2, "the daemon must run as root")
@@ -106,6 +121,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		AgentGID:     gid,
 		Group:        *group,
 		CgroupParent: *cgroupParent,
+		Prices:       prices,
 		Logger:       log,
 		Ready:        func() { sdNotify(log, "READY=1") },
 	}

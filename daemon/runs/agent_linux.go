@@ -65,7 +65,11 @@ func (e *Engine) CheckAgent(spec Spec) (apitype.AgentIdentity, error) {
 	for _, v := range spec.Env {
 		names = append(names, v.Name)
 	}
-	a, err := resolveAgent(spec.Agent, spec.Task, nil, &agents.Input{Model: spec.Model, Gateways: spec.Gateways, EnvNames: names, Home: sandbox.DefaultHome})
+	gws, err := parseGateways(spec.Gateways)
+	if err != nil {
+		return apitype.AgentIdentity{}, err
+	}
+	a, err := resolveAgent(spec.Agent, spec.Task, nil, &agents.Input{Model: spec.Model, BaseURLs: baseURLs(gws), EnvNames: names, Home: sandbox.DefaultHome})
 	if err != nil {
 		return apitype.AgentIdentity{}, err
 	}

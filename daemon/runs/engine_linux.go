@@ -159,7 +159,7 @@ type Spec struct {
 	Agent     string        // a built-in or a command line
 	Timeout   time.Duration // 0: the task's agent timeout
 	Env       []apitype.EnvVar
-	Gateways  []string // NAME=HOST:PORT
+	Gateways  []string // NAME=HOST:PORT (raw) or NAME=http(s)://HOST[:PORT][/PATH] (HTTP)
 	Model     string
 }
 
@@ -188,6 +188,11 @@ type Outcome struct {
 	Caps []string
 	// Phases is the time each phase took, in order; grading included.
 	Phases []PhaseTime
+	// ModelDir is the work directory whose model calls' log and
+	// messages the HTTP gateways wrote (modelgw.ReadLog); "" when the
+	// attempt had no HTTP gateway or did not get as far as confining
+	// the agent.
+	ModelDir string
 }
 
 // cutShort is what Run knows of an attempt that does not reach its end:
@@ -221,7 +226,7 @@ type attempt struct {
 	// From the spec, checked before anything is made.
 	ag      agent
 	env     []string
-	gws     []netns.Gateway
+	gws     []gatewaySpec
 	timeout time.Duration
 
 	// Made by the steps.
@@ -233,6 +238,7 @@ type attempt struct {
 	mnt     string
 	view    *fsmon.View
 	job     *confine.Job
+	model   *modelGateways // the HTTP gateways, nil without
 	res     confine.Result
 	cs      journal.Changeset
 	netMode netns.Mode
@@ -342,7 +348,11 @@ func (e *Engine) newAttempt(spec Spec, progress func(apitype.Event), undos *undo
 	if err != nil {
 		return nil, err
 	}
-	ag, err := resolveAgent(spec.Agent, task, env, &agents.Input{Model: spec.Model, Gateways: spec.Gateways, EnvNames: envNames, Home: sandbox.DefaultHome})
+	gws, err := parseGateways(spec.Gateways)
+	if err != nil {
+		return nil, err
+	}
+	ag, err := resolveAgent(spec.Agent, task, env, &agents.Input{Model: spec.Model, BaseURLs: baseURLs(gws), EnvNames: envNames, Home: sandbox.DefaultHome})
 	if err != nil {
 		return nil, err
 	}
@@ -350,10 +360,6 @@ func (e *Engine) newAttempt(spec Spec, progress func(apitype.Event), undos *undo
 		ag.id.Model = spec.Model
 	}
 	ag.id.Env = envNames
-	gws, err := parseGateways(spec.Gateways)
-	if err != nil {
-		return nil, err
-	}
 	timeout := spec.Timeout
 	if timeout <= 0 {
 		timeout = task.AgentTimeout
@@ -382,7 +388,7 @@ func (e *Engine) newAttempt(spec Spec, progress func(apitype.Event), undos *undo
 // (an infra error naming it), found before anything of the attempt is
 // made.
 func (at *attempt) probe(ctx context.Context) error {
-	return netns.Probe(ctx, at.gws, gatewayProbeTimeout)
+	return probeGateways(ctx, at.gws)
 }
 
 // prepare: the attempt's work directory, in it the attempt's disk
@@ -475,6 +481,18 @@ func (at *attempt) confine(ctx context.Context) error {
 	for i, s := range at.ag.argv {
 		argv[i] = planRE.ReplaceAllLiteralString(s, PlanPath)
 	}
+	// The HTTP gateways' handlers record into the work directory; the
+	// namespace's close (the job's end) ends their connections, and this
+	// undo the calls still waiting on the upstream.
+	model, gws, err := at.startModelGateways()
+	if err != nil {
+		return err
+	}
+	if model != nil {
+		at.model = model
+		at.out.ModelDir, at.cut.partial.ModelDir = at.dir, at.dir
+		at.undos.Push("close model gateways", model.close)
+	}
 	job, err := confine.Start(ctx, confine.Spec{
 		Args:      argv,
 		Env:       at.env,
@@ -490,7 +508,7 @@ func (at *attempt) confine(ctx context.Context) error {
 		CPUWeight:    AgentCPUWeight,
 		CPUQuota:     cpuQuota(at.task),
 		Network:      at.netMode,
-		Gateways:     at.gws,
+		Gateways:     gws,
 		Binds:        append(TaskBinds(at.task), at.ag.binds...),
 		Files:        at.ag.files,
 		StdoutPath:   at.out.StdoutPath,
@@ -576,6 +594,12 @@ func (at *attempt) collect(ctx context.Context) error {
 	}
 	a.Changeset = wireChangeset(cs)
 	a.Network = wireNetwork(res.Network)
+	// The namespace is closed: no call starts any more. The log is
+	// complete once the gateways are.
+	if err := at.model.close(); err != nil {
+		return fmt.Errorf("unable to record the model calls: %w", err)
+	}
+	at.model.wire(&a.Network)
 	for _, b := range res.Binds {
 		a.Binds = append(a.Binds, b.Source)
 	}
@@ -904,26 +928,6 @@ func presetEnv(env, preset []string) []string {
 	return env
 }
 
-// parseGateways parses NAME=HOST:PORT specs.
-func parseGateways(specs []string) ([]netns.Gateway, error) {
-	var gws []netns.Gateway
-	for _, s := range specs {
-		g, err := netns.ParseGateway(s)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
-		gws = append(gws, g)
-	}
-	return gws, nil
-}
-
-// ParseGateways checks gateway specs (NAME=HOST:PORT) as Run will; an
-// error wraps ErrInvalid.
-func ParseGateways(specs []string) error {
-	_, err := parseGateways(specs)
-	return err
-}
-
 func wireChangeset(cs journal.Changeset) []apitype.Change {
 	out := make([]apitype.Change, 0, len(cs))
 	for _, c := range cs {
@@ -948,7 +952,7 @@ func wireNetwork(r netns.Report) apitype.Network {
 		n.DNS = append(n.DNS, apitype.DNSQuery{Time: q.Time, Name: q.Name, Type: q.Type})
 	}
 	for _, g := range r.Gateways {
-		n.Gateways = append(n.Gateways, apitype.GatewayUse{Name: g.Name, Endpoint: net.JoinHostPort(g.Host, strconv.Itoa(g.Port)),
+		n.Gateways = append(n.Gateways, apitype.GatewayUse{Name: g.Name, Endpoint: net.JoinHostPort(g.Host, strconv.Itoa(g.Port)), Kind: apitype.GatewayTCP,
 			Conns: g.Conns, Refused: g.Refused, DialErrors: g.DialErrors, LastDialError: g.LastDialError,
 			BytesIn: g.BytesIn, BytesOut: g.BytesOut})
 	}

@@ -158,6 +158,9 @@ type Finish struct {
 	// JournalPath is the attempt's journal file, or empty for none. Its
 	// head becomes Attempt.JournalHead when that is empty.
 	JournalPath string
+	// ModelCalls are the attempt's model calls with their messages,
+	// stored in the same transaction (the attempt must have none yet).
+	ModelCalls []ModelCall
 	// InTx, when not nil, runs last in the same transaction: River's
 	// completion of the attempt's job on a fleet.
 	InTx func(ctx context.Context, tx *sql.Tx) error
@@ -165,7 +168,8 @@ type Finish struct {
 
 // Finish records the end of running attempt f.Attempt in one
 // transaction: its journal and the journal's blobs (when f.JournalPath
-// is not empty), the attempt, its score when it is done, and f.InTx.
+// is not empty), the attempt, its model calls, its score when it is
+// done, and f.InTx.
 // The attempt must still be running on f.Attempt.Host (else ErrConflict:
 // another host gave it up, see Rescue); a second scored attempt of its
 // retry chain is an error matching ErrConflict; a journal that cannot be
@@ -204,6 +208,15 @@ func (s *Store) Finish(ctx context.Context, f Finish) (err error) {
 		}
 		if err := updateAttempt(ctx, tx, a, row, apitype.StateRunning, a.Host); err != nil {
 			return err
+		}
+		if len(f.ModelCalls) > 0 {
+			an, err := attemptN(ctx, tx, a.ID)
+			if err != nil {
+				return err
+			}
+			if err := insertModelCalls(ctx, tx, an, a.ID, f.ModelCalls); err != nil {
+				return err
+			}
 		}
 		if f.InTx != nil {
 			return f.InTx(ctx, tx.Tx)

@@ -145,6 +145,10 @@ CREATE INDEX journal_blobs_by_sha ON journal_blobs(sha);
 		name: "hosts and scores",
 		sql:  hostsAndScores("INTEGER"),
 	},
+	{
+		name: "model calls",
+		sql:  modelCalls("INTEGER", "BLOB"),
+	},
 }
 
 // SchemaVersion is the schema version this package writes to SQLite

@@ -131,6 +131,10 @@ CREATE INDEX journal_blobs_by_sha ON journal_blobs(sha);
 		name: "hosts and scores",
 		sql:  hostsAndScores("BIGINT"),
 	},
+	{
+		name: "model calls",
+		sql:  modelCalls("BIGINT", "BYTEA"),
+	},
 }
 
 // redact returns database with its password left out, for messages.

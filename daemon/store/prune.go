@@ -170,6 +170,7 @@ func (s *Store) Prune(ctx context.Context, f PruneFilter) (Pruned, error) {
 				`SELECT coalesce(sum(length(stdout) + length(stderr)), 0) FROM transcripts WHERE attempt IN ` + in,
 				`SELECT coalesce(sum(length(envelope)), 0) FROM signatures WHERE attempt IN ` + in,
 				`SELECT coalesce(sum(length(request)), 0) FROM requests WHERE attempt IN ` + in,
+				`SELECT coalesce(sum(length(call) + length(request) + length(response)), 0) FROM model_calls WHERE attempt IN ` + in,
 			} {
 				var n int64
 				if err := tx.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
@@ -207,6 +208,7 @@ func (s *Store) Prune(ctx context.Context, f PruneFilter) (Pruned, error) {
 		err = inBatches(ns, func(in string, args []any) error {
 			for _, q := range []string{
 				`DELETE FROM journal_blobs WHERE attempt IN ` + in,
+				`DELETE FROM model_calls WHERE attempt IN ` + in,
 				`DELETE FROM journals WHERE attempt IN ` + in,
 				`DELETE FROM transcripts WHERE attempt IN ` + in,
 				`DELETE FROM signatures WHERE attempt IN ` + in,

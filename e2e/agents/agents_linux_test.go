@@ -20,6 +20,7 @@ import (
 	"benchd.dev/fsmon/journal"
 	"benchd.dev/internal/modelfake"
 	"benchd.dev/internal/testenv"
+	"benchd.dev/modelgw"
 	"benchd.dev/sandbox"
 	"benchd.dev/tasks"
 )
@@ -64,7 +65,8 @@ func repoTasks(t *testing.T) string {
 }
 
 // modelServer serves script on the host's loopback and returns the
-// gateway spec that reaches it, and the server.
+// spec of an HTTP gateway to it (which records each call), and the
+// server.
 func modelServer(t *testing.T, script string) (string, *modelfake.Server) {
 	t.Helper()
 	sc, err := modelfake.ParseScript([]byte(script))
@@ -94,7 +96,7 @@ func modelServer(t *testing.T, script string) (string, *modelfake.Server) {
 			t.Logf("model requests:\n%s", b)
 		}
 	})
-	return "model=127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), s
+	return "model=http://127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), s
 }
 
 func run(t *testing.T, ac agentCase, script string, timeout time.Duration) (runs.Outcome, *modelfake.Server) {
@@ -219,6 +221,7 @@ func TestAgentFixes(t *testing.T) {
 			if got := len(srv.Requests()); got < 3 {
 				t.Errorf("model requests: got %d, want at least 3 (read, edit, final)", got)
 			}
+			checkModelCalls(t, ac, out, srv)
 		})
 	}
 }
@@ -313,4 +316,45 @@ func TestCheckAgent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkModelCalls: the HTTP gateway recorded every request the model
+// server answered, the three turns with the usage the server reported
+// (10 output tokens each) and the tool calls it asked for, and the sum
+// on the attempt.
+func checkModelCalls(t *testing.T, ac agentCase, out runs.Outcome, srv *modelfake.Server) {
+	t.Helper()
+	if out.ModelDir == "" {
+		t.Fatalf("no model calls recorded")
+	}
+	calls, err := modelgw.ReadLog(out.ModelDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := srv.Requests()
+	if len(calls) != len(served) {
+		t.Errorf("recorded %d calls, the server answered %d", len(calls), len(served))
+	}
+	api := map[string]string{"codex": apitype.ModelAPIResponses, "claude": apitype.ModelAPIMessages, "qwen": apitype.ModelAPIChat}[ac.preset]
+	var turns, tools int
+	var sum apitype.TokenUsage
+	for _, c := range calls {
+		if c.API != api || len(c.ToolCalls) == 0 && c.Text == "" {
+			continue // side requests: titles, token counts
+		}
+		turns++
+		tools += len(c.ToolCalls)
+		if c.Usage == nil {
+			t.Errorf("call %d (%s %s, stream %v) has no usage", c.Seq, c.API, c.Path, c.Stream)
+			continue
+		}
+		if c.Usage.OutputTokens != 10 || c.Usage.InputTokens == 0 {
+			t.Errorf("call %d: usage %+v, want the server's (10 output tokens)", c.Seq, *c.Usage)
+		}
+		sum.Add(*c.Usage)
+	}
+	if turns < 3 || tools < 2 {
+		t.Errorf("got %d turns with %d tool calls, want 3 turns and 2 tool calls (read, edit) at least", turns, tools)
+	}
+	t.Logf("%s: %d calls, %d turns, %d tool calls, %d tokens in, %d out", ac.preset, len(calls), turns, tools, sum.InputTokens, sum.OutputTokens)
 }

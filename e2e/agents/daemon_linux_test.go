@@ -90,7 +90,7 @@ func TestThroughDaemon(t *testing.T) {
 	for _, ac := range cases {
 		t.Run(ac.preset, func(t *testing.T) {
 			cmd := exec.Command(benchctl, "--socket", socket, "--json", "run", "--task", "rt-01", "--agent", ac.preset,
-				"--env", ac.keyEnv, "--gateway", "model="+addr, "--model", "bench-model")
+				"--env", ac.keyEnv, "--gateway", "model=http://"+addr, "--model", "bench-model")
 			cmd.Env = append(os.Environ(), ac.keyEnv+"=sk-benchd-fake")
 			out, err := cmd.Output()
 			var res struct {
@@ -110,6 +110,12 @@ func TestThroughDaemon(t *testing.T) {
 			}
 			if len(a.Network.Gateways) != 1 || a.Network.Gateways[0].Conns == 0 || len(a.Network.Attempts) != 0 || len(a.Network.DNS) != 0 {
 				t.Errorf("network: got %+v, want the gateway only", a.Network)
+			}
+			if a.Network.Gateways[0].Kind != apitype.GatewayHTTP || a.Model == nil || a.Model.Calls < 3 || a.Model.OutputTokens < 30 || a.Model.ToolCalls < 2 {
+				t.Errorf("model usage: got %+v through %+v, want 3 turns at least (10 output tokens each) and 2 tool calls", a.Model, a.Network.Gateways)
+			}
+			if show, err := exec.Command(benchctl, "--socket", socket, "model", a.ID).CombinedOutput(); err != nil || !strings.Contains(string(show), "tokens in") {
+				t.Errorf("benchctl model: %v\n%s", err, show)
 			}
 		})
 	}
