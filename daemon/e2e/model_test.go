@@ -192,8 +192,41 @@ func TestModelGateway(t *testing.T) {
 		return nil
 	})
 
-	// kill -9 while a call waits on the upstream.
+	// A cancel and a timeout while a call waits on the upstream end
+	// the attempt with the call recorded, cut short, as kill -9 below.
 	hang := modelServer(t, `{"hang": true}`)
+	for _, end := range []string{"cancel", "timeout"} {
+		req := apitype.RunRequest{Task: "rt-01", Agent: agent,
+			Env:      []apitype.EnvVar{{Name: "OPENAI_API_KEY", Value: secret}, {Name: "GW_PORT", Value: strconv.Itoa(hang)}},
+			Gateways: []string{fmt.Sprintf("model=http://127.0.0.1:%d", hang)}}
+		if end == "timeout" {
+			req.Timeout = "3s"
+		}
+		run, err := d.client.CreateRun(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := run.Attempts[0]
+		waitCallInProgress(t, d, id)
+		if end == "cancel" {
+			if _, err := d.client.Cancel(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a := wait(t, d.client, id)
+		l, err := d.client.ModelLog(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Model == nil || a.Model.Calls != 1 || len(l.Calls) != 1 || l.Calls[0].Error == "" || l.Calls[0].Error == "in progress" {
+			t.Errorf("%s: state %s, usage %+v, calls %+v; want the call recorded as ended by the attempt's end", end, a.State, a.Model, l.Calls)
+		}
+		if end == "timeout" && !a.TimedOut {
+			t.Errorf("timeout: got %+v, want a timed-out attempt", a)
+		}
+	}
+
+	// kill -9 while a call waits on the upstream.
 	run, err = d.client.CreateRun(ctx, apitype.RunRequest{Task: "rt-01", Agent: agent,
 		Env:      []apitype.EnvVar{{Name: "OPENAI_API_KEY", Value: secret}, {Name: "GW_PORT", Value: strconv.Itoa(hang)}},
 		Gateways: []string{fmt.Sprintf("model=http://127.0.0.1:%d", hang)}})
@@ -201,15 +234,7 @@ func TestModelGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	id2 := run.Attempts[0]
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		l, err := d.client.ModelLog(ctx, id2)
-		if err == nil && len(l.Calls) == 1 && l.Calls[0].Error == "in progress" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no call in progress after 2 minutes: %+v %v", l, err)
-		}
-	}
+	waitCallInProgress(t, d, id2)
 	d.kill()
 	d = startDaemon(t, dir, "--prices", prices)
 	a2, err := d.client.Attempt(ctx, id2)
@@ -230,6 +255,21 @@ func TestModelGateway(t *testing.T) {
 	}
 	if _, err := d.client.ModelLog(ctx, id); err == nil {
 		t.Errorf("the calls of a pruned attempt are still served")
+	}
+}
+
+// waitCallInProgress waits until attempt id's one model call is in
+// progress (its request sent upstream, no response yet).
+func waitCallInProgress(t *testing.T, d *daemonProc, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		l, err := d.client.ModelLog(context.Background(), id)
+		if err == nil && len(l.Calls) == 1 && l.Calls[0].Error == "in progress" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no call in progress after 2 minutes: %+v %v", l, err)
+		}
 	}
 }
 
