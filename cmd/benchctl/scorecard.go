@@ -149,12 +149,17 @@ func (c *CLI) scorecard(ctx context.Context, filter client.AttemptFilter, lists 
 			for _, s := range all {
 				ids = append(ids, s.ID()+" ("+s.Name+")")
 			}
-			return draw.Scorecard{}, nil, fmt.Errorf("--series %q matches %d series; known: %s", pick, len(match), strings.Join(ids, ", "))
+			return draw.Scorecard{}, nil, &seriesChoiceError{fmt.Sprintf("--series %q matches %d series; known: %s", pick, len(match), strings.Join(ids, ", "))}
 		}
 		all = match
 	}
 	return draw.Score(all, attempts, draw.ScoreConfig{}), truncated, nil
 }
+
+// seriesChoiceError is a series to show that names no series, or several.
+type seriesChoiceError struct{ msg string }
+
+func (e *seriesChoiceError) Error() string { return e.msg }
 
 func fileExists(p string) bool {
 	st, err := os.Stat(p)
