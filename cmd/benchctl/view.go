@@ -184,6 +184,7 @@ type shownAttempt struct {
 	Peak     string          `json:"peak_memory"`
 	MaxRSS   string          `json:"max_rss"`
 	Purpose  string          `json:"purpose"`
+	Args     string          `json:"args,omitempty"` // the agent's arguments, quoted as a shell would need
 	Created  string          `json:"created"`
 	Started  string          `json:"started"`
 	Finished string          `json:"finished"`
@@ -201,7 +202,7 @@ func utc(t *time.Time) string {
 func shown(a apitype.Attempt) shownAttempt {
 	s := shownAttempt{Attempt: normalize(a), Verdict: verdict(a), Exit: exitStatus(a), Wall: wallTime(a),
 		Peak: formatBytes(a.PeakMemoryBytes), MaxRSS: formatBytes(a.MaxRSSBytes), Purpose: purposeText(a),
-		Created: utc(&a.Created), Started: utc(a.Started), Finished: utc(a.Finished)}
+		Created: utc(&a.Created), Started: utc(a.Started), Finished: utc(a.Finished), Args: strings.Join(quoteArgs(a.Agent.Args), " ")}
 	if a.Signal != 0 && a.HasAgentEnd() {
 		s.Exit = fmt.Sprintf("%d (%s)", a.ExitCode, s.Exit)
 	}

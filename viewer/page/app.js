@@ -265,7 +265,7 @@ function attemptsTable(list) {
       el('td', { class: 'nowrap' }, el('a', { href: routes.attempt(a.id), class: 'mono' }, a.id)),
       el('td', { class: 'nowrap' }, el('a', { href: routes.attempts(new URLSearchParams({ run: a.run })), class: 'mono' }, a.run)),
       el('td', { class: 'nowrap' }, a.task),
-      el('td', { class: 'wrap mono' }, short(a.agent.spec, 48)),
+      el('td', { class: 'mono', title: a.agent.spec }, short(a.agent.spec, 48)),
       el('td', null, s.purpose),
       el('td', null, a.state === 'running' && a.phase ? a.state + ', ' + a.phase : a.state),
       el('td', null, a.host || '-'),
@@ -277,10 +277,15 @@ function attemptsTable(list) {
     el('div', { class: 'toolbar' }, el('span', { class: 'count' },
       plural(list.attempts.length, 'attempt') + (list.attempts.length >= list.limit ? ' (the newest ' + list.limit + ')' : '')), button, hint),
     list.attempts.length === 0 ? el('p', { class: 'empty' }, 'No attempt matches these filters.') :
-      el('div', { class: 'scroll' }, el('table', { class: 'attempts' },
+      el('div', { class: 'scroll' }, el('table', { class: 'attempts list' },
         el('thead', null, el('tr', null, ['', 'attempt', 'run', 'task', 'agent', 'purpose', 'state', 'host', 'verdict', 'wall', 'created'].map((h) =>
           el('th', { class: h === 'wall' ? 'num' : null }, h)))),
         el('tbody', null, rows))));
+}
+
+// tasksText names a few tasks, or the first ones and how many more.
+function tasksText(tasks) {
+  return tasks.length <= 4 ? tasks.join(', ') : tasks.slice(0, 3).join(', ') + ' and ' + (tasks.length - 3) + ' more';
 }
 
 function runsTable(list) {
@@ -298,8 +303,8 @@ function runsTable(list) {
   const cols = ['pass', 'FAIL', 'REVIEW', 'INFRA-ERROR', 'canceled', 'running', 'queued'];
   const rows = [...runs.values()].map((r) => el('tr', { 'data-id': r.id },
     el('td', { class: 'nowrap' }, el('a', { href: routes.attempts(new URLSearchParams({ run: r.id })), class: 'mono' }, r.id)),
-    el('td', { class: 'wrap mono' }, [...r.agents].map((a) => short(a, 48)).join(', ')),
-    el('td', { class: 'wrap' }, [...r.tasks].join(', ')),
+    el('td', { class: 'mono', title: [...r.agents].join(', ') }, [...r.agents].map((a) => short(a, 48)).join(', ')),
+    el('td', { title: [...r.tasks].sort().join(', ') }, tasksText([...r.tasks].sort())),
     el('td', { class: 'num' }, r.n),
     cols.map((c) => el('td', { class: 'num' }, r.words[c] ? el('span', { class: 't-' + (VERDICT_CLASS[c] || 'off') }, r.words[c]) : '·')),
     el('td', { class: 'nowrap' }, r.created)));
@@ -307,7 +312,7 @@ function runsTable(list) {
     el('div', { class: 'toolbar' }, el('span', { class: 'count' }, plural(runs.size, 'run') + ' among ' + plural(list.attempts.length, 'attempt') +
       (list.attempts.length >= list.limit ? ' (the newest ' + list.limit + '; raise the limit for more)' : ''))),
     runs.size === 0 ? el('p', { class: 'empty' }, 'No attempt matches these filters.') :
-      el('div', { class: 'scroll' }, el('table', { class: 'runs' },
+      el('div', { class: 'scroll' }, el('table', { class: 'runs list' },
         el('thead', null, el('tr', null, ['run', 'agent', 'tasks', 'attempts', 'passed', 'failed', 'review', 'infra', 'canceled', 'running', 'queued', 'created'].map((h, i) =>
           el('th', { class: i >= 3 && i <= 10 ? 'num' : null }, h)))),
         el('tbody', null, rows))));
@@ -374,7 +379,7 @@ function factsOf(s) {
       ['agent', el('span', { class: 'mono' }, g.spec || '-')],
       g.exe ? ['executable', el('span', { class: 'mono' }, g.exe)] : null,
       ['sha256', el('span', { class: 'mono', title: g.sha256 || '' }, short(g.sha256 || '-', 20))],
-      g.args && g.args.length ? ['arguments', el('span', { class: 'mono' }, g.args.join(' '))] : null,
+      s.args ? ['arguments', el('span', { class: 'mono' }, s.args)] : null,
       ['version', g.version || '-'],
       g.model ? ['model', g.model] : null,
       g.env && g.env.length ? ['environment', g.env.join(', ') + ' (values not kept)'] : null,
