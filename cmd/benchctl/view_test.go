@@ -659,14 +659,18 @@ func TestViewInChromium(t *testing.T) {
 		for _, s := range []struct {
 			file, route string
 			height      int
+			then        string // JavaScript run before the shot
 		}{
-			{"viewer-attempts.png", "#/attempts", viewH},
-			{"viewer-attempt.png", "#/attempt/" + vMain, 1500},
-			{"viewer-compare.png", "#/compare/" + vMain + "/" + vOther, viewH},
-			{"viewer-scorecard.png", "#/scorecard", 1300},
+			{"viewer-attempts.png", "#/attempts", viewH, ""},
+			{"viewer-attempt.png", "#/attempt/" + vMain, 1500, `document.querySelector('tr[data-kind=model][data-seq="2"] details.tool').open = true`},
+			{"viewer-compare.png", "#/compare/" + vMain + "/" + vOther, viewH, ""},
+			{"viewer-scorecard.png", "#/scorecard", 1300, ""},
 		} {
 			b.show(s.route)
 			b.waitFor(`[...document.images].every((i) => i.complete)`)
+			if s.then != "" {
+				b.do(chromedp.Evaluate[chromedp.Void](s.then))
+			}
 			shot := b.screenshot(s.height)
 			if err := os.WriteFile(filepath.Join(dir, s.file), shot, 0o644); err != nil {
 				t.Fatal(err)
@@ -700,7 +704,7 @@ func TestViewInChromium(t *testing.T) {
 		text := eval[string](b, `document.body.innerText`)
 		for _, w := range []string{vEvil.Spec, vEvil.Exe, `src/<img src=x onerror=alert("path")>.py`, "src/javascript:alert('rename').py", `plan.md"><svg onload=alert('denied')>`,
 			"<b>node</b>", `<img src=x onerror=alert("reason")>`, "<i>code</i>", `"><img src=x onerror=alert('model')>`, `<img src=x onerror=alert('tool')>`,
-			`"cmd": "</script><svg onload=alert('args')>"`, "<img src=x onerror=alert('text')>", "</pre><img src=x onerror=alert('stdout')>", `<iframe src="javascript:alert('stderr')">`,
+			"cmd: </script><svg onload=alert('args')>", "href: javascript:alert('args')", "<img src=x onerror=alert('text')>", "</pre><img src=x onerror=alert('stdout')>", `<iframe src="javascript:alert('stderr')">`,
 			"</script><script>alert('content')</script>"} {
 			if !strings.Contains(text, w) {
 				t.Errorf("the hostile attempt's page does not show %q as text", w)

@@ -532,9 +532,15 @@ function modelRow(a, c, mount) {
     el('td', { colspan: 4 }, parts));
 }
 
-// prettyArgs indents a tool call's JSON arguments; anything else as is.
+// prettyArgs shows a tool call's arguments: a JSON object a name a
+// line, its strings as they are (a patch on lines of its own); anything
+// else as it was sent.
 function prettyArgs(s) {
-  try { return JSON.stringify(JSON.parse(s), null, 2); } catch (e) { return s; }
+  let v;
+  try { v = JSON.parse(s); } catch (e) { return s; }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return JSON.stringify(v, null, 2);
+  return Object.entries(v).map(([k, x]) => typeof x !== 'string' ? k + ': ' + JSON.stringify(x)
+    : x.includes('\n') ? k + ':\n' + x : k + ': ' + x).join('\n');
 }
 
 function changesCard(diff, title, inner) {
