@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"benchd.dev/client"
 	"benchd.dev/client/apitype"
 	"benchd.dev/draw"
 	"benchd.dev/fsmon/journal"
@@ -119,26 +120,39 @@ func checkNames(q url.Values, names ...string) error {
 }
 
 // filterNames are the query's names of list's and scorecard's filters.
-var filterNames = []string{"agent", "model", "run", "task", "state", "purpose", "since", "until"}
+var filterNames = []string{"agent", "model", "run", "task", "state", "purpose", "since", "until", "series"}
 
-// filterOf reads the filters of q as list and scorecard take them from
-// their flags (filterFlags), with series the name of a loaded series
-// (never a file the page names) when withSeries.
-func (v *views) filterOf(q url.Values, withSeries bool) (filterFlags, error) {
+// filterOf reads the filters of q as list (or, scorecard, scorecard)
+// takes them from its flags (filterFlags): for list, series is the name
+// of a loaded series (never a file the page names) and limit is read by
+// the caller; for scorecard, series is the series to show (also read by
+// the caller) and all-purposes counts every purpose.
+func (v *views) filterOf(q url.Values, scorecard bool) (client.AttemptFilter, error) {
+	more := "limit"
+	if scorecard {
+		more = "all-purposes"
+	}
+	if err := checkNames(q, append(filterNames, more)...); err != nil {
+		return client.AttemptFilter{}, err
+	}
 	ff := filterFlags{agent: q.Get("agent"), model: q.Get("model"), run: q.Get("run"),
 		tasks: q["task"], states: q["state"], purposes: q["purpose"],
 		since: q.Get("since"), until: q.Get("until"), allPurposes: q.Get("all-purposes") != ""}
-	if s := q.Get("series"); withSeries && s != "" {
+	if s := q.Get("series"); !scorecard && s != "" {
 		switch p, ok := v.lists[s]; {
 		case s == "builtin":
 			ff.series = s
 		case ok:
 			ff.series = p
 		default:
-			return ff, badQuery("series %q: want builtin or one of %s", s, strings.Join(v.seriesNames(), ", "))
+			return client.AttemptFilter{}, badQuery("series %q: want builtin or one of %s", s, strings.Join(v.seriesNames(), ", "))
 		}
 	}
-	return ff, nil
+	filter, err := ff.filter(time.Now(), scorecard)
+	if err != nil {
+		return filter, badQuery("%v", err)
+	}
+	return filter, nil
 }
 
 func (v *views) seriesNames() []string {
@@ -226,16 +240,9 @@ type viewAttempts struct {
 const maxViewLimit = 1000
 
 func (v *views) attempts(ctx context.Context, q url.Values) (any, error) {
-	if err := checkNames(q, append(filterNames, "series", "limit")...); err != nil {
-		return nil, err
-	}
-	ff, err := v.filterOf(q, true)
+	filter, err := v.filterOf(q, false)
 	if err != nil {
 		return nil, err
-	}
-	filter, err := ff.filter(time.Now(), false)
-	if err != nil {
-		return nil, badQuery("%v", err)
 	}
 	filter.Limit = 100
 	if l := q.Get("limit"); l != "" {
@@ -362,16 +369,9 @@ type viewSeriesCard struct {
 }
 
 func (v *views) scorecard(ctx context.Context, q url.Values) (any, error) {
-	if err := checkNames(q, append(filterNames, "series", "all-purposes")...); err != nil {
-		return nil, err
-	}
-	ff, err := v.filterOf(q, false)
+	filter, err := v.filterOf(q, true)
 	if err != nil {
 		return nil, err
-	}
-	filter, err := ff.filter(time.Now(), true)
-	if err != nil {
-		return nil, badQuery("%v", err)
 	}
 	sc, truncated, err := v.c.scorecard(ctx, filter, v.series, q.Get("series"))
 	if err != nil {

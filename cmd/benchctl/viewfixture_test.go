@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/json"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -383,15 +380,7 @@ func newViewDaemon(t *testing.T, hostile bool) *viewDaemon {
 // serve starts the fake on its socket.
 func (d *viewDaemon) serve(t *testing.T) {
 	mux := http.NewServeMux()
-	reply := func(w http.ResponseWriter, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(v)
-	}
-	errorf := func(w http.ResponseWriter, status int, code, msg string) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(apitype.Error{Code: code, Message: msg})
-	}
+	errorf, reply := replyError, replyJSON
 	find := func(w http.ResponseWriter, r *http.Request) (apitype.Attempt, bool) {
 		id := r.PathValue("id")
 		for _, a := range d.attempts {
@@ -475,18 +464,10 @@ func (d *viewDaemon) serve(t *testing.T) {
 			errorf(w, 404, apitype.CodeNotFound, "no blob")
 			return
 		}
-		p, err := j.blobs.Path(r.PathValue("sha"))
-		if err != nil {
-			errorf(w, 400, apitype.CodeInvalid, err.Error())
-			return
+		if b, ok := readBlob(w, j.blobs, r.PathValue("sha")); ok {
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Write(b)
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			errorf(w, 404, apitype.CodeNotFound, "no blob "+r.PathValue("sha"))
-			return
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Write(b)
 	})
 	mux.HandleFunc("GET /v1/attempts/{id}/transcript", func(w http.ResponseWriter, r *http.Request) {
 		if a, ok := find(w, r); ok {
@@ -553,20 +534,12 @@ func (d *viewDaemon) serve(t *testing.T) {
 		}
 		reply(w, st)
 	})
-	l, err := net.Listen("unix", d.Socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	serveSocket(t, d.Socket, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()
 		d.requests = append(d.requests, r.Method+" "+r.URL.RequestURI())
 		d.mu.Unlock()
 		mux.ServeHTTP(w, r)
 	}))
-	srv.Listener.Close()
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
 }
 
 // setNoModel makes the fake answer the model endpoints as a benchd from
