@@ -26,8 +26,8 @@
 //
 // Every local user can reach a loopback port, while benchd's socket
 // admits only root and group benchd: the viewer must not open the
-// socket to the others. Start prints a URL with a one-time token (32
-// random bytes). The first request that carries it gets a session
+// socket to the others. Server.URL is the page's address with a
+// one-time token (32 random bytes). The first request that carries it gets a session
 // cookie (32 random bytes, HttpOnly, SameSite=Strict, named after the
 // port) and the token stops working; every other request needs that
 // cookie. The Host header must be the listener's address or
@@ -38,7 +38,9 @@
 //
 // # What it trusts
 //
-// Nothing of what it shows: transcripts, file paths and contents of
+// Its Config (the command line of the operator who started it) and
+// benchd, as far as where benchd's answers go: a socket only root and
+// group benchd reach. Nothing of what it shows: transcripts, file paths and contents of
 // journals, model text, tool calls and their arguments, agent names
 // and arguments are the agent's or its operator's, and any of them may
 // be markup or script made to run in the browser. The page renders
@@ -47,8 +49,8 @@
 // escaped, and shows a scorecard's plot, which draw writes as SVG, as an
 // image, where nothing runs. Behind that, each response says what the
 // browser may do: the page's Content-Security-Policy allows scripts,
-// styles, images and fetches from the page's own origin only (no inline
-// script, no eval) and requires Trusted Types with no policy, so no
+// styles, images and fetches from the page's own origin only (images
+// also as data: URLs, the plot's; no inline script, no eval) and requires Trusted Types with no policy, so no
 // string can reach an HTML sink even by mistake; data responses are
 // sandboxed with nothing allowed, served with nosniff, no-store and
 // no-referrer; blobs are attachments.
@@ -183,10 +185,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	host, _, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("--listen %s: want HOST:PORT: %w", cfg.Listen, err)
+		return nil, fmt.Errorf("listen address %s: want HOST:PORT: %w", cfg.Listen, err)
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return nil, fmt.Errorf("--listen %s: %w: the viewer shows benchd's records to whoever reaches it, so it listens on 127.0.0.1 or ::1 only", cfg.Listen, ErrNotLoopback)
+		return nil, fmt.Errorf("listen address %s: %w: the viewer shows benchd's records to whoever reaches it, so it listens on 127.0.0.1 or ::1 only", cfg.Listen, ErrNotLoopback)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
