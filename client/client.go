@@ -10,7 +10,8 @@
 // Streams are returned as they arrive: Events reads the newline-delimited
 // event stream of one attempt up to its last event (EventStream.Next, or
 // range over EventStream.All), and Journal, Blob and Export hand back the
-// response body for the caller to read and close.
+// response body for the caller to read and close. Get sends any GET and
+// hands back its response as it is, for a caller that forwards it.
 //
 // # Errors
 //
@@ -416,6 +417,18 @@ func (c *Client) Blob(ctx context.Context, id, sha string) (io.ReadCloser, error
 // for the caller to read and close.
 func (c *Client) Export(ctx context.Context, id string) (io.ReadCloser, error) {
 	return c.stream(ctx, id, "export")
+}
+
+// Get sends GET path (an endpoint below apitype.Prefix, its segments
+// escaped) with query, for a caller that hands benchd's answer on as it
+// is (benchctl view): the response, for the caller to read and close,
+// when its status is 2xx; else the error it describes, as every method
+// returns it.
+func (c *Client) Get(ctx context.Context, path string, query url.Values) (*http.Response, error) {
+	if !strings.HasPrefix(path, apitype.Prefix) || strings.ContainsAny(path, "?#") {
+		return nil, &Error{Code: apitype.CodeInvalid, Message: fmt.Sprintf("bad endpoint %q: want a path below %s", path, apitype.Prefix)}
+	}
+	return c.do(ctx, http.MethodGet, path, query, nil)
 }
 
 // Tasks lists the daemon's task store.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -632,5 +633,44 @@ func TestCheckTasksStream(t *testing.T) {
 				t.Errorf("got %+v, want %+v", tc, answer)
 			}
 		})
+	}
+}
+
+// TestGet: Get hands back the response of any GET below /v1/ as benchd
+// sent it, its escaped path and query as given; an error response is
+// the error of its class, and a path outside the API is never sent.
+func TestGet(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.mux.HandleFunc("GET /v1/attempts/{id}/model", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"attempt":"`+r.PathValue("id")+`","calls":[]}`)
+	})
+	c := &client.Client{Socket: d.Socket}
+	ctx := context.Background()
+	resp, err := c.Get(ctx, "/v1/attempts/a-1/model", url.Values{"x": {"1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if got, want := string(b), `{"attempt":"a-1","calls":[]}`; got != want {
+		t.Errorf("got body %s, want %s", got, want)
+	}
+	if got, _ := d.last(); got != "GET /v1/attempts/a-1/model?x=1" {
+		t.Errorf("got request %q, want GET /v1/attempts/a-1/model?x=1", got)
+	}
+
+	_, err = c.Get(ctx, "/v1/attempts/a-1/model/3/request", nil)
+	if !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("an endpoint benchd does not have: got %v, want ErrNotFound", err)
+	}
+	n := d.count()
+	for _, p := range []string{"/metrics", "v1/status", "/v1/status?x=1", "/v1/status#x"} {
+		if _, err := c.Get(ctx, p, nil); !errors.Is(err, client.ErrInvalid) {
+			t.Errorf("Get(%q): got %v, want ErrInvalid", p, err)
+		}
+	}
+	if d.count() != n {
+		t.Errorf("got %d requests sent for bad paths, want none", d.count()-n)
 	}
 }

@@ -157,5 +157,7 @@
 // WriteHTML and WriteTextPlot draw agents of one task set together, by
 // name (PlotOrder), on an axis from 0 to 100%: the rate, the interval
 // and the bootstrap; a bootstrap interval that is a point is drawn as a
-// tick (HTML) or a distinct mark (text), never as nothing.
+// tick (HTML) or a distinct mark (text), never as nothing. WritePlotSVG
+// writes the HTML page's plot of one series alone, as an SVG document
+// (benchctl view shows it as an image).
 package draw

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // WriteHTML writes sc as one self-contained HTML page: inline CSS and
@@ -23,6 +24,25 @@ func WriteHTML(w io.Writer, sc Scorecard, generated time.Time) error {
 		page.Series = append(page.Series, newHTMLSeries(c))
 	}
 	return scoreTemplate.Execute(w, page)
+}
+
+// WritePlotSVG writes the plot of one series as WriteHTML draws it, as
+// a standalone SVG document (image/svg+xml): for a page that shows it
+// as an image, where nothing in it can run or load anything.
+func WritePlotSVG(w io.Writer, c SeriesCard) error {
+	return scoreTemplate.ExecuteTemplate(w, "plot", newHTMLSeries(c))
+}
+
+// svgText is s with what XML does not allow in text (control
+// characters, invalid UTF-8) replaced by U+FFFD, so that an agent's
+// label cannot make the standalone plot unreadable.
+func svgText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0xFFFE || r == 0xFFFF {
+			return utf8.RuneError
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 type htmlPage struct {
@@ -151,6 +171,7 @@ var scoreTemplate = template.Must(template.New("scorecard").Funcs(template.FuncM
 		return fmt.Sprintf("%.1f%%", *r*100)
 	},
 	"join":     strings.Join,
+	"svgtext":  svgText,
 	"xof":      xOf,
 	"taskrate": TaskRateText,
 	"class":    func(outcome string) string { return strings.ReplaceAll(outcome, " ", "-") },
@@ -204,18 +225,7 @@ tasks: {{join .Card.Series.Tasks ", "}}<br>
 draw rule: {{.Card.Series.DrawRule}}<br>
 grading rules: {{.Card.Series.RulesVersion}}{{if .Card.LeftOut}}; {{.Card.LeftOut}} attempt(s) graded by another bundle left out{{end}}{{if .Card.Retried}}; {{.Card.Retried}} retried infra error(s) left out{{end}}{{if .Card.Unfinished}}; {{.Card.Unfinished}} unfinished{{end}}</p>
 <h3>Completion rate, 95% intervals</h3>
-<svg class="plot" role="img" aria-label="completion rates of series {{.Card.Series.Name}} with their intervals" style="width: 100%; max-width: {{.Plot.W}}px" viewBox="0 0 {{.Plot.W}} {{.Plot.H}}" xmlns="http://www.w3.org/2000/svg">
-{{range .Plot.Ticks}}<line x1="{{.X}}" y1="16" x2="{{.X}}" y2="{{$s.Plot.AxisY}}" stroke="#e6e6e6"/>
-<text x="{{.X}}" y="{{$s.Plot.AxisY}}" dy="16" text-anchor="middle" fill="#555">{{.Label}}</text>
-{{end}}{{range .Plot.Rows}}<g class="agent-row"><title>{{.Text}}</title>
-<text x="10" y="{{.LabelY}}" fill="#1b1b1b">{{.Agent}}{{if .HasRate}} ({{.Rate}}){{end}}</text>
-{{if .HasBoot}}{{if .Collapsed}}<line class="bootstrap collapsed" x1="{{.BLo}}" y1="{{.TickTop}}" x2="{{.BLo}}" y2="{{.TickBot}}" stroke="#c05a00" stroke-width="3"/>{{else}}<rect class="bootstrap" x="{{.BLo}}" y="{{.BoxY}}" width="{{.BW}}" height="10" fill="#1f4e8c" opacity="0.3"/>{{end}}{{end}}
-{{if .HasIv}}<g class="interval" stroke="#5b7fae" stroke-width="2"><line x1="{{.ILo}}" y1="{{.Y}}" x2="{{.IHi}}" y2="{{.Y}}"/><line x1="{{.ILo}}" y1="{{.CapTop}}" x2="{{.ILo}}" y2="{{.CapBottom}}"/><line x1="{{.IHi}}" y1="{{.CapTop}}" x2="{{.IHi}}" y2="{{.CapBottom}}"/></g>{{end}}
-{{if .HasRate}}<circle class="rate" cx="{{.X}}" cy="{{.Y}}" r="5" fill="#1f4e8c" stroke="#fff" stroke-width="1.5"/>{{end}}
-</g>
-{{end}}<line class="axis" x1="{{xof 0}}" y1="{{.Plot.AxisY}}" x2="{{xof 1}}" y2="{{.Plot.AxisY}}" stroke="#555"/>
-<text class="axis-title" x="{{.Plot.MidX}}" y="{{.Plot.TitleY}}" text-anchor="middle" fill="#555">completion rate, mean of per-task rates (0–100%)</text>
-</svg>
+{{template "plot" .}}
 <p class="note">Dot: rate (mean of per-task rates). Thin line with caps: 95% interval. Shaded bar: bootstrap interval over tasks and attempts; an orange tick where it collapses to a point. Agents of one task set are drawn together, by name.</p>
 <table class="rates">
 <tr><th>agent</th><th>task set</th><th>tasks</th><th>passed</th><th>scored</th><th>rate</th><th>95% interval</th><th>bootstrap 95% (tasks, attempts)</th><th>Wilson 95% (tasks)</th><th>not scored</th><th>model calls</th></tr>
@@ -242,4 +252,15 @@ grading rules: {{.Card.Series.RulesVersion}}{{if .Card.LeftOut}}; {{.Card.LeftOu
 </div>
 </body>
 </html>
-`))
+{{define "plot"}}<svg class="plot" role="img" font-family="system-ui, sans-serif" font-size="12" aria-label="completion rates of series {{svgtext .Card.Series.Name}} with their intervals" style="width: 100%; max-width: {{.Plot.W}}px" viewBox="0 0 {{.Plot.W}} {{.Plot.H}}" xmlns="http://www.w3.org/2000/svg">
+{{$s := .}}{{range .Plot.Ticks}}<line x1="{{.X}}" y1="16" x2="{{.X}}" y2="{{$s.Plot.AxisY}}" stroke="#e6e6e6"/>
+<text x="{{.X}}" y="{{$s.Plot.AxisY}}" dy="16" text-anchor="middle" fill="#555">{{.Label}}</text>
+{{end}}{{range .Plot.Rows}}<g class="agent-row"><title>{{svgtext .Text}}</title>
+<text x="10" y="{{.LabelY}}" fill="#1b1b1b">{{svgtext .Agent}}{{if .HasRate}} ({{.Rate}}){{end}}</text>
+{{if .HasBoot}}{{if .Collapsed}}<line class="bootstrap collapsed" x1="{{.BLo}}" y1="{{.TickTop}}" x2="{{.BLo}}" y2="{{.TickBot}}" stroke="#c05a00" stroke-width="3"/>{{else}}<rect class="bootstrap" x="{{.BLo}}" y="{{.BoxY}}" width="{{.BW}}" height="10" fill="#1f4e8c" opacity="0.3"/>{{end}}{{end}}
+{{if .HasIv}}<g class="interval" stroke="#5b7fae" stroke-width="2"><line x1="{{.ILo}}" y1="{{.Y}}" x2="{{.IHi}}" y2="{{.Y}}"/><line x1="{{.ILo}}" y1="{{.CapTop}}" x2="{{.ILo}}" y2="{{.CapBottom}}"/><line x1="{{.IHi}}" y1="{{.CapTop}}" x2="{{.IHi}}" y2="{{.CapBottom}}"/></g>{{end}}
+{{if .HasRate}}<circle class="rate" cx="{{.X}}" cy="{{.Y}}" r="5" fill="#1f4e8c" stroke="#fff" stroke-width="1.5"/>{{end}}
+</g>
+{{end}}<line class="axis" x1="{{xof 0}}" y1="{{.Plot.AxisY}}" x2="{{xof 1}}" y2="{{.Plot.AxisY}}" stroke="#555"/>
+<text class="axis-title" x="{{.Plot.MidX}}" y="{{.Plot.TitleY}}" text-anchor="middle" fill="#555">completion rate, mean of per-task rates (0–100%)</text>
+</svg>{{end}}`))

@@ -3,14 +3,19 @@ package draw
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"benchd.dev/client/apitype"
 	"benchd.dev/internal/testenv"
 )
 
@@ -133,4 +138,62 @@ func TestHTMLInChromium(t *testing.T) {
 			os.WriteFile(out, b, 0o644)
 		}
 	})
+}
+
+// TestWritePlotSVG: the plot alone is a well-formed SVG document whose
+// text is the agents' labels as they are, whatever they hold: markup
+// stays text, and characters XML refuses are replaced, not written.
+func TestWritePlotSVG(t *testing.T) {
+	hostile := apitype.AgentIdentity{Spec: "evil</text><script>alert(1)</script>\x01\xff"}
+	as := fixtureAttempts()
+	for i, task := range SuiteTasks[:2] {
+		as = append(as, attempt(fmt.Sprintf("h-%d", i), task, hostile, "pass", "v1-"+task, 50+i))
+	}
+	suite := BuiltinSeries()
+	suite.Pin(storeHashes(), as)
+	sc := Score([]Series{suite}, as, ScoreConfig{})
+	var buf bytes.Buffer
+	if err := WritePlotSVG(&buf, sc.Series[0]); err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(&buf)
+	var elems, texts []string
+	var inText bool
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the plot is not well-formed XML: %v\n%s", err, buf.String())
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			elems = append(elems, tok.Name.Local)
+			inText = tok.Name.Local == "text"
+		case xml.EndElement:
+			inText = false
+		case xml.CharData:
+			if inText {
+				texts = append(texts, string(tok))
+			}
+		}
+	}
+	if elems[0] != "svg" {
+		t.Errorf("got root element %q, want svg", elems[0])
+	}
+	if got := strings.Count(strings.Join(elems, " "), "circle"); got != len(sc.Series[0].Agents) {
+		t.Errorf("got %d rate dots, want one per agent (%d)", got, len(sc.Series[0].Agents))
+	}
+	if slices.Contains(elems, "script") {
+		t.Errorf("got a script element in the plot: %v", elems)
+	}
+	want := "evil</text><script>alert(1)</script>\uFFFD\uFFFD"
+	found := false
+	for _, tx := range texts {
+		found = found || strings.HasPrefix(tx, want)
+	}
+	if !found {
+		t.Errorf("got texts %q, want one starting with the hostile label %q as text", texts, want)
+	}
 }

@@ -70,11 +70,7 @@ func (c *CLI) cmdLog(ctx context.Context, args []string) int {
 	if !ok {
 		return code
 	}
-	a, err := c.api().Attempt(ctx, id)
-	if err != nil {
-		return c.fail("log", exitError, err)
-	}
-	recs, err := c.readJournal(ctx, id)
+	a, res, all, err := c.journalLog(ctx, id, *denied)
 	if err != nil {
 		// A journal that does not parse is an answer: it is damaged.
 		var pe *journal.ParseError
@@ -83,16 +79,7 @@ func (c *CLI) cmdLog(ctx context.Context, args []string) int {
 		}
 		return c.fail("log", exitError, err)
 	}
-	problem := checkChain(a, recs)
-	res := logResult{Attempt: id, Verified: problem == "", Problem: problem, Records: []journal.Record{}}
-	if len(recs) > 0 {
-		res.Head = recs[len(recs)-1].Hash
-	}
-	for _, r := range recs {
-		if !*denied || r.Decision == journal.Denied {
-			res.Records = append(res.Records, r)
-		}
-	}
+	problem := res.Problem
 	code = exitOK
 	if problem != "" {
 		code = exitNo
@@ -116,7 +103,7 @@ func (c *CLI) cmdLog(ctx context.Context, args []string) int {
 	if *denied {
 		kind = "denied operation"
 	}
-	fmt.Fprintf(c.Stdout, "\n%s of %d", plural(len(res.Records), kind), len(recs))
+	fmt.Fprintf(c.Stdout, "\n%s of %d", plural(len(res.Records), kind), all)
 	if problem != "" {
 		fmt.Fprintln(c.Stdout)
 		c.errorLine("log", problem)
@@ -128,6 +115,33 @@ func (c *CLI) cmdLog(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.Stdout, "; chain intact so far (%s is %s)\n", id, a.State)
 	}
 	return code
+}
+
+// journalLog reads attempt id and its journal and checks the journal's
+// chain against the attempt's head: the records (only the denied ones
+// when deniedOnly), the journal's length, and in Problem what is wrong
+// with the chain. An error is one reading them; a *journal.ParseError
+// says the journal is damaged. benchctl log and benchctl view show it.
+func (c *CLI) journalLog(ctx context.Context, id string, deniedOnly bool) (apitype.Attempt, logResult, int, error) {
+	a, err := c.api().Attempt(ctx, id)
+	if err != nil {
+		return a, logResult{}, 0, err
+	}
+	recs, err := c.readJournal(ctx, id)
+	if err != nil {
+		return a, logResult{}, 0, err
+	}
+	problem := checkChain(a, recs)
+	res := logResult{Attempt: id, Verified: problem == "", Problem: problem, Records: []journal.Record{}}
+	if len(recs) > 0 {
+		res.Head = recs[len(recs)-1].Hash
+	}
+	for _, r := range recs {
+		if !deniedOnly || r.Decision == journal.Denied {
+			res.Records = append(res.Records, r)
+		}
+	}
+	return a, res, len(recs), nil
 }
 
 // formatSince renders nanoseconds since the mount as "+12.345s".
@@ -259,78 +273,15 @@ func (c *CLI) cmdDiff(ctx context.Context, args []string) int {
 	if atSet && *at == 0 {
 		return c.usageError("diff", "--at 0: records count from 1")
 	}
-	a, err := c.api().Attempt(ctx, id)
-	if err != nil {
-		return c.fail("diff", exitError, err)
-	}
-	recs, err := c.readJournal(ctx, id)
-	if err != nil {
-		return c.fail("diff", exitError, err)
-	}
-	if len(recs) == 0 {
-		return c.fail("diff", exitError, fmt.Errorf("the journal of %s is empty", id))
-	}
-	last := recs[len(recs)-1]
-	if *at > last.Seq {
-		return c.usageError("diff", "--at %d: the journal of %s ends at record %d", *at, id, last.Seq)
-	}
-	if problem := checkChain(a, recs); problem != "" {
-		return c.fail("diff", exitNo, errors.New(problem))
-	}
-	dir, err := os.MkdirTemp("", "benchctl-blobs-")
-	if err != nil {
-		return c.fail("diff", exitError, err)
-	}
-	defer os.RemoveAll(dir)
-	bf := &blobFetcher{c: c, ctx: ctx, id: id, blobs: &journal.Blobs{Dir: dir}}
-	for _, r := range []journal.Record{recs[0], last} {
-		if r.Op == journal.OpMount || r.Op == journal.OpUnmount {
-			if err := bf.fetch(r.SHA256); err != nil {
-				return c.fail("diff", exitError, err)
-			}
-		}
-	}
-	upTo := last.Seq
-	if atSet {
-		upTo = *at
-	}
-	before, err := journal.ReplayTree(recs, bf.blobs, 0)
-	if err != nil {
+	res, err := c.diff(ctx, id, diffOptions{at: *at, all: *all, tree: *tree})
+	var damaged *damagedError
+	switch {
+	case errors.As(err, &damaged):
 		return c.fail("diff", exitNo, err)
+	case err != nil:
+		return c.fail("diff", exitError, err)
 	}
-	after, err := journal.ReplayTree(recs, bf.blobs, upTo)
-	if err != nil {
-		return c.fail("diff", exitNo, err)
-	}
-	res := diffResult{Attempt: id, At: upTo, Diffs: []fileDiff{}}
-	if atSet {
-		r := recs[upTo-1]
-		res.Record = &r
-	}
-	// The attempt's own changeset is what the grader saw (the task's
-	// policy left noise out); --at, --all and an attempt without one use
-	// every change.
-	var cs journal.Changeset
-	if !atSet && !*all && a.Changeset != nil && last.Op == journal.OpUnmount {
-		cs = fromAPIChanges(a.Changeset)
-	} else {
-		cs = journal.DiffTrees(before, after, nil)
-	}
-	res.Changeset = toAPIChanges(cs)
-	if *tree {
-		res.Tree = make([]journal.Entry, 0, len(after))
-		for _, p := range after.Paths() {
-			res.Tree = append(res.Tree, after[p])
-		}
-	} else {
-		for _, ch := range cs {
-			d, err := diffChange(bf, before, after, ch)
-			if err != nil {
-				return c.fail("diff", exitError, err)
-			}
-			res.Diffs = append(res.Diffs, d)
-		}
-	}
+	cs := fromAPIChanges(res.Changeset)
 	if f.json {
 		c.printJSON(res)
 		return exitOK
@@ -371,6 +322,102 @@ func (c *CLI) cmdDiff(ctx context.Context, args []string) int {
 		io.WriteString(c.Stdout, d.Diff)
 	}
 	return exitOK
+}
+
+// diffOptions are benchctl diff's: the tree after record at (0: the
+// final tree), every change rather than the attempt's changeset (all),
+// the whole tree rather than the diffs (tree).
+type diffOptions struct {
+	at        uint64
+	all, tree bool
+}
+
+// damagedError is a journal that does not check or replay: an answer
+// (exit 1), not a failure to get one.
+type damagedError struct{ err error }
+
+func (e *damagedError) Error() string { return e.err.Error() }
+func (e *damagedError) Unwrap() error { return e.err }
+
+// diff reads attempt id, its journal and the blobs it needs (each
+// checked against its hash), checks the chain against the attempt's
+// head and replays it: the changeset and each change's unified diff,
+// or the tree. A journal that does not check or replay is a
+// *damagedError. benchctl diff and benchctl view show it.
+func (c *CLI) diff(ctx context.Context, id string, opt diffOptions) (diffResult, error) {
+	a, err := c.api().Attempt(ctx, id)
+	if err != nil {
+		return diffResult{}, err
+	}
+	recs, err := c.readJournal(ctx, id)
+	if err != nil {
+		return diffResult{}, err
+	}
+	if len(recs) == 0 {
+		return diffResult{}, fmt.Errorf("the journal of %s is empty", id)
+	}
+	last := recs[len(recs)-1]
+	if opt.at > last.Seq {
+		return diffResult{}, fmt.Errorf("--at %d: the journal of %s ends at record %d", opt.at, id, last.Seq)
+	}
+	if problem := checkChain(a, recs); problem != "" {
+		return diffResult{}, &damagedError{errors.New(problem)}
+	}
+	dir, err := os.MkdirTemp("", "benchctl-blobs-")
+	if err != nil {
+		return diffResult{}, err
+	}
+	defer os.RemoveAll(dir)
+	bf := &blobFetcher{c: c, ctx: ctx, id: id, blobs: &journal.Blobs{Dir: dir}}
+	for _, r := range []journal.Record{recs[0], last} {
+		if r.Op == journal.OpMount || r.Op == journal.OpUnmount {
+			if err := bf.fetch(r.SHA256); err != nil {
+				return diffResult{}, err
+			}
+		}
+	}
+	upTo := last.Seq
+	if opt.at != 0 {
+		upTo = opt.at
+	}
+	before, err := journal.ReplayTree(recs, bf.blobs, 0)
+	if err != nil {
+		return diffResult{}, &damagedError{err}
+	}
+	after, err := journal.ReplayTree(recs, bf.blobs, upTo)
+	if err != nil {
+		return diffResult{}, &damagedError{err}
+	}
+	res := diffResult{Attempt: id, At: upTo, Diffs: []fileDiff{}}
+	if opt.at != 0 {
+		r := recs[upTo-1]
+		res.Record = &r
+	}
+	// The attempt's own changeset is what the grader saw (the task's
+	// policy left noise out); --at, --all and an attempt without one use
+	// every change.
+	var cs journal.Changeset
+	if opt.at == 0 && !opt.all && a.Changeset != nil && last.Op == journal.OpUnmount {
+		cs = fromAPIChanges(a.Changeset)
+	} else {
+		cs = journal.DiffTrees(before, after, nil)
+	}
+	res.Changeset = toAPIChanges(cs)
+	if opt.tree {
+		res.Tree = make([]journal.Entry, 0, len(after))
+		for _, p := range after.Paths() {
+			res.Tree = append(res.Tree, after[p])
+		}
+		return res, nil
+	}
+	for _, ch := range cs {
+		d, err := diffChange(bf, before, after, ch)
+		if err != nil {
+			return diffResult{}, err
+		}
+		res.Diffs = append(res.Diffs, d)
+	}
+	return res, nil
 }
 
 // diffChange renders one change as a unified diff of the content before

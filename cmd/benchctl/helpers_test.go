@@ -278,15 +278,7 @@ func newFakeDaemon(t *testing.T, fx *fixture) *fakeDaemon {
 	d := &fakeDaemon{Socket: filepath.Join(t.TempDir(), "d.sock"), fx: fx,
 		attempts: map[string]apitype.Attempt{fx.attempt.ID: fx.attempt}}
 	mux := http.NewServeMux()
-	errorf := func(w http.ResponseWriter, status int, code, msg string) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(apitype.Error{Code: code, Message: msg})
-	}
-	reply := func(w http.ResponseWriter, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(v)
-	}
+	errorf, reply := replyError, replyJSON
 	attempt := func(w http.ResponseWriter, r *http.Request) (apitype.Attempt, bool) {
 		d.mu.Lock()
 		a, ok := d.attempts[r.PathValue("id")]
@@ -467,14 +459,8 @@ func newFakeDaemon(t *testing.T, fx *fixture) *fakeDaemon {
 		if _, ok := attempt(w, r); !ok {
 			return
 		}
-		p, err := fx.blobs.Path(r.PathValue("sha"))
-		if err != nil {
-			errorf(w, 400, apitype.CodeInvalid, err.Error())
-			return
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			errorf(w, 404, apitype.CodeNotFound, "no blob "+r.PathValue("sha"))
+		b, ok := readBlob(w, fx.blobs, r.PathValue("sha"))
+		if !ok {
 			return
 		}
 		d.mu.Lock()
@@ -545,21 +531,55 @@ func newFakeDaemon(t *testing.T, fx *fixture) *fakeDaemon {
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, apitype.Status{Version: "test", Concurrency: 2, StateDir: "/var/lib/benchd"})
 	})
-	l, err := net.Listen("unix", d.Socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	serveSocket(t, d.Socket, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()
 		d.requests = append(d.requests, r.Method+" "+r.URL.Path)
 		d.mu.Unlock()
 		mux.ServeHTTP(w, r)
 	}))
+	return d
+}
+
+// serveSocket serves h on a unix socket at path until the test ends.
+func serveSocket(t *testing.T, path string, h http.Handler) {
+	t.Helper()
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
 	srv.Listener.Close()
 	srv.Listener = l
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return d
+}
+
+// replyJSON answers v as benchd does.
+func replyJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+// replyError answers an error as benchd does.
+func replyError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(apitype.Error{Code: code, Message: msg})
+}
+
+// readBlob reads blob sha of blobs, or answers why it cannot.
+func readBlob(w http.ResponseWriter, blobs *journal.Blobs, sha string) ([]byte, bool) {
+	p, err := blobs.Path(sha)
+	if err != nil {
+		replyError(w, 400, apitype.CodeInvalid, err.Error())
+		return nil, false
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		replyError(w, 404, apitype.CodeNotFound, "no blob "+sha)
+		return nil, false
+	}
+	return b, true
 }
 
 func (d *fakeDaemon) requestCount() int {

@@ -28,6 +28,7 @@
 //	draw --verify LIST --library L [--tasks DIR] [--seed YYYYMMDD]       (offline)
 //	library index [--tasks DIR] [--every D] -o FILE
 //	library show --library L [--tasks DIR]                               (offline)
+//	view [--listen 127.0.0.1:PORT] [--list FILE]...   (a local web page, read-only; runs until interrupted)
 //	board, scorecard, model-replay: see benchctl help
 //
 // ATTEMPT is an attempt's id, a unique prefix of it (at least 4

@@ -36,32 +36,64 @@ func (c *CLI) cmdScorecard(ctx context.Context, args []string) int {
 	if err != nil {
 		return c.usageError("scorecard", "%v", err)
 	}
-	only := filter.Tasks // read only these of the series' tasks
-	filter.Tasks, filter.Limit = nil, historyLimit
-	var all []draw.Series
-	all = append(all, draw.BuiltinSeries())
-	pick := -1
+	var lsts []draw.Series
 	for _, p := range lists {
 		s, err := readListSeries(p)
 		if err != nil {
 			return c.usageError("scorecard", "--list %s: %v", p, err)
 		}
-		all = append(all, s)
+		lsts = append(lsts, s)
 	}
+	pick := *series
 	if *series != "" && *series != "builtin" && fileExists(*series) {
 		s, err := readListSeries(*series)
 		if err != nil {
 			return c.usageError("scorecard", "--series %s: %v", *series, err)
 		}
-		all = append(all, s)
-		pick = len(all) - 1
-	} else if *series == "builtin" {
-		pick = 0
+		lsts = append(lsts, s)
+		pick = s.Name
 	}
-
-	store, err := c.api().Tasks(ctx)
+	sc, truncated, err := c.scorecard(ctx, filter, lsts, pick)
 	if err != nil {
 		return c.fail("scorecard", exitError, err)
+	}
+	if *htmlOut != "" {
+		var buf bytes.Buffer
+		if err := draw.WriteHTML(&buf, sc, time.Now()); err != nil {
+			return c.fail("scorecard", exitError, err)
+		}
+		if err := os.WriteFile(*htmlOut, buf.Bytes(), 0o644); err != nil {
+			return c.fail("scorecard", exitError, fmt.Errorf("unable to write the report: %w", err))
+		}
+	}
+	if f.json {
+		c.printJSON(sc)
+		return exitOK
+	}
+	printScorecard(c.Stdout, sc)
+	if len(truncated) > 0 {
+		fmt.Fprintf(c.Stdout, "\nnote: only the newest %d attempts of %s were read\n", historyLimit, strings.Join(truncated, ", "))
+	}
+	if *htmlOut != "" {
+		fmt.Fprintf(c.Stdout, "\nHTML report: %s\n", *htmlOut)
+	}
+	return exitOK
+}
+
+// scorecard scores the attempts filter selects (its Tasks: only those
+// of the series' tasks) in the built-in suite's series and those of
+// lists (draw LISTs already read). pick selects one series to show:
+// "builtin", the name of one of lists (the last so named), or a series
+// id or a unique prefix of one; "" shows them all. It also returns the tasks of which only the
+// newest historyLimit attempts were read. Every path to the scorecard
+// goes through it: benchctl scorecard and benchctl view.
+func (c *CLI) scorecard(ctx context.Context, filter client.AttemptFilter, lists []draw.Series, pick string) (draw.Scorecard, []string, error) {
+	only := filter.Tasks // read only these of the series' tasks
+	filter.Tasks, filter.Limit = nil, historyLimit
+	all := append([]draw.Series{draw.BuiltinSeries()}, lists...)
+	store, err := c.api().Tasks(ctx)
+	if err != nil {
+		return draw.Scorecard{}, nil, err
 	}
 	hashes := map[string]string{}
 	for _, t := range store {
@@ -85,7 +117,7 @@ func (c *CLI) cmdScorecard(ctx context.Context, args []string) int {
 		tf.Task = t
 		as, err := c.api().Attempts(ctx, tf)
 		if err != nil && !errors.Is(err, client.ErrNotFound) && !errors.Is(err, client.ErrInvalid) { // a task benchd cannot have has no attempts
-			return c.fail("scorecard", exitError, fmt.Errorf("attempts of %s: %w", t, err))
+			return draw.Scorecard{}, nil, fmt.Errorf("attempts of %s: %w", t, err)
 		}
 		if len(as) >= historyLimit {
 			truncated = append(truncated, t)
@@ -95,48 +127,39 @@ func (c *CLI) cmdScorecard(ctx context.Context, args []string) int {
 	for i := range all {
 		all[i].Pin(hashes, attempts)
 	}
-	switch {
-	case pick >= 0:
-		all = all[pick : pick+1]
-	case *series != "":
+	if pick != "" {
 		var match []draw.Series
-		for _, s := range all {
-			if strings.HasPrefix(s.ID(), *series) {
+		named := -1 // the last of lists so named: a --series FILE comes after the --list ones
+		for i, s := range all {
+			if i > 0 && s.Name == pick {
+				named = i
+			}
+			if strings.HasPrefix(s.ID(), pick) {
 				match = append(match, s)
 			}
+		}
+		switch {
+		case pick == "builtin":
+			match = all[:1]
+		case named > 0:
+			match = all[named : named+1]
 		}
 		if len(match) != 1 {
 			var ids []string
 			for _, s := range all {
 				ids = append(ids, s.ID()+" ("+s.Name+")")
 			}
-			return c.usageError("scorecard", "--series %q matches %d series; known: %s", *series, len(match), strings.Join(ids, ", "))
+			return draw.Scorecard{}, nil, &seriesChoiceError{fmt.Sprintf("--series %q matches %d series; known: %s", pick, len(match), strings.Join(ids, ", "))}
 		}
 		all = match
 	}
-	sc := draw.Score(all, attempts, draw.ScoreConfig{})
-	if *htmlOut != "" {
-		var buf bytes.Buffer
-		if err := draw.WriteHTML(&buf, sc, time.Now()); err != nil {
-			return c.fail("scorecard", exitError, err)
-		}
-		if err := os.WriteFile(*htmlOut, buf.Bytes(), 0o644); err != nil {
-			return c.fail("scorecard", exitError, fmt.Errorf("unable to write the report: %w", err))
-		}
-	}
-	if f.json {
-		c.printJSON(sc)
-		return exitOK
-	}
-	printScorecard(c.Stdout, sc)
-	if len(truncated) > 0 {
-		fmt.Fprintf(c.Stdout, "\nnote: only the newest %d attempts of %s were read\n", historyLimit, strings.Join(truncated, ", "))
-	}
-	if *htmlOut != "" {
-		fmt.Fprintf(c.Stdout, "\nHTML report: %s\n", *htmlOut)
-	}
-	return exitOK
+	return draw.Score(all, attempts, draw.ScoreConfig{}), truncated, nil
 }
+
+// seriesChoiceError is a series to show that names no series, or several.
+type seriesChoiceError struct{ msg string }
+
+func (e *seriesChoiceError) Error() string { return e.msg }
 
 func fileExists(p string) bool {
 	st, err := os.Stat(p)
