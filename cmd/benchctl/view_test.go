@@ -623,6 +623,9 @@ func TestViewInChromium(t *testing.T) {
 		if ok := eval[bool](b, `(() => { const i = document.querySelector('img.plot'); return i.complete && i.naturalWidth > 0; })()`); !ok {
 			t.Errorf("the plot did not load as an image")
 		}
+		if got := b.text("[data-region=series-model]"); !strings.Contains(got, "codex") || !strings.Contains(got, "25,323") || !strings.Contains(got, "$0.0146") {
+			t.Errorf("got the series' model calls\n%s\nwant codex's calls summed (25,323 tokens in, $0.0146)", got)
+		}
 		if n := b.count("[data-region=series] table.tasks a"); n < 8 {
 			t.Errorf("got %d attempts linked from the per-task table, want every scored one", n)
 		}

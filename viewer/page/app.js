@@ -395,6 +395,11 @@ function factsOf(s) {
   ];
 }
 
+// usageLine is a model usage in a few words, or '' for none.
+function usageLine(x) {
+  return x ? num(x.calls) + ' calls, ' + num(x.input_tokens) + ' in / ' + num(x.output_tokens) + ' out' + (x.cost_usd !== undefined ? ', ' + usd(x.cost_usd) : '') : '';
+}
+
 function usageStats(u) {
   const stat = (v, k) => el('div', { class: 'stat' }, el('span', { class: 'v' }, v), el('span', { class: 'k' }, k));
   return el('div', { class: 'usage' },
@@ -601,7 +606,7 @@ function compareSide(side, other) {
   const u = a.model || (side.model instanceof Error ? null : side.model.usage);
   const metric = (k, v, ov) => el('tr', null, el('td', null, k), el('td', { class: v !== ov ? 'diff-cell' : null }, v));
   const os = other.s;
-  const mu = (x) => x ? num(x.calls) + ' calls, ' + num(x.input_tokens) + ' in / ' + num(x.output_tokens) + ' out' + (x.cost_usd !== undefined ? ', ' + usd(x.cost_usd) : '') : 'none recorded';
+  const mu = (x) => usageLine(x) || 'none recorded';
   const ou = o.model || (other.model instanceof Error ? null : other.model.usage);
   return el('div', { class: 'card', 'data-region': 'side' },
     el('div', { class: 'pagehead' }, el('h2', null, el('a', { href: routes.attempt(a.id), class: 'mono' }, a.id)), verdictBadge(s.verdict)),
@@ -661,6 +666,17 @@ function seriesCard(c) {
           el('td', { class: 'num' }, a.passes), el('td', { class: 'num' }, a.scored), el('td', { class: 'num' }, pct(a.rate)),
           el('td', { class: 'nowrap' }, interval(a.interval)), el('td', { class: 'nowrap' }, interval(a.bootstrap)),
           el('td', { class: 'nowrap' }, interval(a.task_wilson)), el('td', null, notScored(a))))))),
+      agents.some((a) => a.model) ? [
+        el('h3', null, 'Model calls, every attempt of the series (scored or not)'),
+        el('div', { class: 'scroll' }, el('table', { class: 'rates', 'data-region': 'series-model' },
+          el('thead', null, el('tr', null, ['agent', 'calls', 'tokens in', 'cached', 'tokens out', 'tool calls', 'cost', 'errors'].map((h, i) =>
+            el('th', { class: i >= 1 ? 'num' : null }, h)))),
+          el('tbody', null, agents.map((a) => { const u = a.model || {}; return el('tr', null,
+            el('td', { class: 'wrap mono' }, a.agent), el('td', { class: 'num' }, num(u.calls || 0)), el('td', { class: 'num' }, num(u.input_tokens || 0)),
+            el('td', { class: 'num' }, num(u.cached_input_tokens || 0)), el('td', { class: 'num' }, num(u.output_tokens || 0)),
+            el('td', { class: 'num' }, num(u.tool_calls || 0)), el('td', { class: 'num' }, u.cost_usd !== undefined ? usd(u.cost_usd) : '-'),
+            el('td', { class: 'num' }, num(u.errors || 0))); })))),
+      ] : null,
       el('h3', null, 'Separation'),
       el('ul', { class: 'lines' }, c.separation_lines.map((l) => el('li', { class: 'separation' }, l)),
         (c.not_compared || []).map((l) => el('li', { class: 'not-compared' }, l)),
@@ -668,12 +684,13 @@ function seriesCard(c) {
     ],
     el('h3', null, 'Per task'),
     el('div', { class: 'scroll' }, el('table', { class: 'tasks' },
-      el('thead', null, el('tr', null, ['task', 'agent', 'rate', 'attempts, oldest first'].map((h, i) => el('th', { class: i === 2 ? 'num' : null }, h)))),
+      el('thead', null, el('tr', null, ['task', 'agent', 'rate', 'attempts, oldest first', 'model usage'].map((h, i) => el('th', { class: i === 2 ? 'num' : null }, h)))),
       el('tbody', null, c.tasks.map((t) => t.agents.length === 0 ?
-        el('tr', null, el('td', null, t.task), el('td', { colspan: 3, class: 'empty' }, 'no attempt' + (t.left_out ? ' (' + t.left_out + ' graded by another bundle, left out)' : ''))) :
+        el('tr', null, el('td', null, t.task), el('td', { colspan: 4, class: 'empty' }, 'no attempt' + (t.left_out ? ' (' + t.left_out + ' graded by another bundle, left out)' : ''))) :
         t.agents.map((g) => el('tr', null, el('td', { class: 'nowrap' }, t.task), el('td', { class: 'wrap mono' }, g.agent),
           el('td', { class: 'num' }, g.rate === null ? '-' : g.passes + '/' + g.scored + ' (' + Math.round(g.rate * 100) + '%)'),
-          el('td', { class: 'outcomes' }, g.attempts.map((at) => el('a', { href: routes.attempt(at.id), class: 't-' + (OUTCOME_CLASS[at.outcome] || 'off'), title: at.id }, at.outcome)))))))))); 
+          el('td', { class: 'outcomes' }, g.attempts.map((at) => el('a', { href: routes.attempt(at.id), class: 't-' + (OUTCOME_CLASS[at.outcome] || 'off'), title: at.id }, at.outcome))),
+          el('td', { class: 'nowrap' }, usageLine(g.model) || '-'))))))));
 }
 
 // ---- start ----
