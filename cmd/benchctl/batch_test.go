@@ -239,6 +239,37 @@ func TestProgressPlain(t *testing.T) {
 	}
 }
 
+// TestProgressPlainTogether: attempts that end between two statuses are
+// counted one by one, and a status that ends the run when a periodic
+// line is due prints no line before end's (the run's last line once).
+func TestProgressPlainTogether(t *testing.T) {
+	run := apitype.Run{ID: "r-1", Tasks: []string{"rt-01"}, Agent: "builtin:null", Attempts: []string{"a-1", "a-2", "a-3"}}
+	var b bytes.Buffer
+	p := newProgressWriter(&b, formPlain, run, 5*time.Second)
+	now := progressAt
+	p.now = func() time.Time { return now }
+	p.start()
+	st := apitype.RunStatus{Run: run, Concurrency: 2, Attempts: []apitype.Attempt{
+		slot("a-1", "rt-01", apitype.StateDone, true, "", time.Second), slot("a-2", "rt-01", apitype.StateDone, true, "", time.Second),
+		slot("a-3", "rt-01", apitype.StateRunning, false, "", 0)}}
+	p.update(st)
+	now = now.Add(10 * time.Second)
+	st.Attempts[2] = slot("a-3", "rt-01", apitype.StateDone, true, "", time.Second)
+	st.Ended = true
+	p.update(st)
+	p.end(st, true)
+	want := strings.Join([]string{
+		"run r-1: 3 attempts of 1 task by builtin:null",
+		"a-1 rt-01: pass in 1.0s [1 of 3 done]",
+		"a-2 rt-01: pass in 1.0s [2 of 3 done]",
+		"a-3 rt-01: pass in 1.0s [3 of 3 done]",
+		"run r-1: 3 of 3 done, 3 passed",
+	}, "\n") + "\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
 // TestProgressJSON: with --json, one JSON object a line: start, an
 // attempt line per end, the end with the result.
 func TestProgressJSON(t *testing.T) {

@@ -293,24 +293,33 @@ func (p *progressWriter) start() {
 // ended, and the periodic line or the redrawn table.
 func (p *progressWriter) update(st apitype.RunStatus) {
 	v := viewOf(p.run.ID, st.Attempts, st.Concurrency)
+	var ended []apitype.Attempt
 	for _, a := range st.Attempts {
-		if !finished(a) || p.ended[a.ID] {
-			continue
+		if finished(a) && !p.ended[a.ID] {
+			p.ended[a.ID] = true
+			ended = append(ended, a)
 		}
-		p.ended[a.ID] = true
+	}
+	// Attempts that ended between two statuses are counted one by one,
+	// each line saying how many had ended with it.
+	lineView := v
+	lineView.Total.Done -= len(ended)
+	for _, a := range ended {
+		lineView.Total.Done++
 		switch p.form {
 		case formJSON:
 			a := normalize(a)
 			p.event(progressEvent{Type: "attempt", Attempt: &a, View: &v})
 		case formPlain:
-			fmt.Fprintln(p.w, endLine(a, v))
+			fmt.Fprintln(p.w, endLine(a, lineView))
 		}
 	}
 	switch p.form {
 	case formTable:
 		p.redraw(v)
 	case formPlain:
-		if p.now().Sub(p.last) >= p.every {
+		// The run's last line is end's.
+		if !st.Ended && p.now().Sub(p.last) >= p.every {
 			fmt.Fprintln(p.w, v.plainLine())
 			p.last = p.now()
 		}

@@ -279,35 +279,39 @@ func notScored(a draw.AgentScore) string {
 	return strings.Join(parts, "; ")
 }
 
-// modelLines prints each agent's model usage in the series, and per
-// task, when an attempt called a model through an HTTP gateway.
+// modelLines prints the model usage of each agent whose attempts in the
+// series called a model through an HTTP gateway, then the same per task;
+// agents without a call are left out (a line says how many).
 func modelLines(w io.Writer, s draw.SeriesCard) {
-	any := false
+	without := 0
 	for _, a := range s.Agents {
-		any = any || a.Model != nil
+		if a.Model == nil {
+			without++
+		}
 	}
-	if !any {
+	if without == len(s.Agents) {
 		return
 	}
 	fmt.Fprintln(w, "  model calls, every attempt of the series (scored or not):")
 	tw := newTable(w)
-	fmt.Fprintln(tw, "    AGENT\tCALLS\tTOKENS IN/OUT\tTOOL CALLS\tCOST\tERRORS")
-	row := func(name string, u *apitype.ModelUsage) {
-		if u == nil {
-			fmt.Fprintf(tw, "    %s\t-\t-\t-\t-\t-\n", name)
-			return
-		}
-		fmt.Fprintf(tw, "    %s\t%d\t%s\t%d\t%s\t%d\n", name, u.Calls, tokensCell(u), u.ToolCalls, costCell(u), u.Errors)
+	fmt.Fprintln(tw, "    TASK\tAGENT\tCALLS\tTOKENS IN/OUT\tTOOL CALLS\tCOST\tERRORS")
+	row := func(task, name string, u *apitype.ModelUsage) {
+		fmt.Fprintf(tw, "    %s\t%s\t%d\t%s\t%d\t%s\t%d\n", task, name, u.Calls, tokensCell(u), u.ToolCalls, costCell(u), u.Errors)
 	}
 	for _, a := range s.Agents {
-		row(a.Agent, a.Model)
+		if a.Model != nil {
+			row("all", a.Agent, a.Model)
+		}
 	}
 	for _, t := range s.Tasks {
 		for _, ag := range t.Agents {
 			if ag.Model != nil {
-				row(t.Task+" "+ag.Agent, ag.Model)
+				row(t.Task, ag.Agent, ag.Model)
 			}
 		}
 	}
 	tw.Flush()
+	if without > 0 {
+		fmt.Fprintf(w, "    (%d agent(s) of the series called no model through an HTTP gateway)\n", without)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"benchd.dev/client/apitype"
 	"benchd.dev/draw"
 )
 
@@ -263,5 +264,40 @@ func TestScorecardHTML(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "HTML report: "+out) {
 		t.Errorf("got stdout without the report's path")
+	}
+}
+
+// TestScorecardModelLines: the model table lists the agents that called
+// a model, then each task's sums, with the task in a column of its own;
+// agents without a call are counted, not listed; a series without any
+// call prints no table.
+func TestScorecardModelLines(t *testing.T) {
+	cost := 0.0384
+	u := &apitype.ModelUsage{Calls: 3, TokenUsage: apitype.TokenUsage{InputTokens: 30445, OutputTokens: 30}, ToolCalls: 2, CostUSD: &cost}
+	card := draw.SeriesCard{
+		Agents: []draw.AgentScore{{Agent: "builtin:reference"}, {Agent: "codex [model gpt-5-codex]", Model: u}},
+		Tasks: []draw.TaskOutcomes{{Task: "rt-01", Agents: []draw.AgentOutcomes{
+			{Agent: "builtin:reference"}, {Agent: "codex [model gpt-5-codex]", Model: u}}}},
+	}
+	var b strings.Builder
+	modelLines(&b, card)
+	got := b.String()
+	for _, want := range []string{
+		"TASK   AGENT                      CALLS  TOKENS IN/OUT  TOOL CALLS  COST     ERRORS",
+		"all    codex [model gpt-5-codex]  3      30,445/30      2           $0.0384  0",
+		"rt-01  codex [model gpt-5-codex]  3      30,445/30      2           $0.0384  0",
+		"(1 agent(s) of the series called no model through an HTTP gateway)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("got\n%s\nwant a line %q", got, want)
+		}
+	}
+	if strings.Contains(got, "builtin:reference") {
+		t.Errorf("got\n%s\nwant no line of an agent without calls", got)
+	}
+	b.Reset()
+	card.Agents[1].Model, card.Tasks[0].Agents[1].Model = nil, nil
+	if modelLines(&b, card); b.Len() != 0 {
+		t.Errorf("no call in the series: got %q, want nothing", b.String())
 	}
 }
