@@ -350,6 +350,13 @@ func TestRunJSON(t *testing.T) {
 	if string(out["pass"]) != "false" {
 		t.Errorf("got pass %s, want false", out["pass"])
 	}
+	// --detach: nothing ended yet, so no answer: pass is null.
+	code, stdout, _ = runCLI(t, d.Socket, nil, true, "run", "--task", "rt-01", "--agent", "builtin:null", "--detach", "--json")
+	out = nil
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil || code != exitOK || string(out["pass"]) != "null" {
+		t.Errorf("--detach --json: exit %d, got pass %s (%v), want 0 and null", code, out["pass"], err)
+	}
+	d.runBodies = d.runBodies[:1]
 	var req apitype.RunRequest
 	if len(d.runBodies) != 1 || json.Unmarshal([]byte(d.runBodies[0]), &req) != nil {
 		t.Fatalf("got run requests %q, want one", d.runBodies)

@@ -19,11 +19,13 @@ import (
 
 // runResult is what run --json prints.
 type runResult struct {
-	Run      string            `json:"run"`
-	Task     string            `json:"task"`
-	Tasks    []string          `json:"tasks,omitempty"`
-	Agent    string            `json:"agent"`
-	Pass     bool              `json:"pass"` // every attempt passed
+	Run   string   `json:"run"`
+	Task  string   `json:"task"`
+	Tasks []string `json:"tasks,omitempty"`
+	Agent string   `json:"agent"`
+	// Pass says whether every attempt passed; null with --detach, when
+	// none has ended yet.
+	Pass     *bool             `json:"pass"`
 	Attempts []apitype.Attempt `json:"attempts"`
 	// Model sums the attempts' model usage; omitted when none had any.
 	Model *apitype.ModelUsage `json:"model,omitempty"`
@@ -207,13 +209,11 @@ func (c *CLI) printDetached(ctx context.Context, asJSON bool, run apitype.Run) i
 		c.printJSON(runResult{Run: run.ID, Task: run.Task, Tasks: run.Tasks, Agent: run.Agent, Attempts: as})
 		return exitOK
 	}
+	what := run.Task
 	if len(run.Tasks) > 1 {
-		fmt.Fprintf(c.Stdout, "run %s: %d attempt(s) of %d tasks started; follow with: benchctl wait %s\n",
-			run.ID, len(as), len(run.Tasks), run.ID)
-	} else {
-		fmt.Fprintf(c.Stdout, "run %s: %d attempt(s) of %s started; follow with: benchctl list --run %s\n",
-			run.ID, len(as), run.Task, run.ID)
+		what = fmt.Sprintf("%d tasks", len(run.Tasks))
 	}
+	fmt.Fprintf(c.Stdout, "run %s: %d attempt(s) of %s started; follow with: benchctl wait %s\n", run.ID, len(as), what, run.ID)
 	for _, a := range as {
 		fmt.Fprintln(c.Stdout, a.ID)
 	}
@@ -225,7 +225,7 @@ func (c *CLI) printDetached(ctx context.Context, asJSON bool, run apitype.Run) i
 func (c *CLI) printRun(asJSON bool, run apitype.Run, as []apitype.Attempt) int {
 	code, pass := runExit(as)
 	if asJSON {
-		c.printJSON(runResult{Run: run.ID, Task: run.Task, Agent: run.Agent, Pass: pass, Attempts: normalizeAll(as), Model: sumModel(as)})
+		c.printJSON(runResult{Run: run.ID, Task: run.Task, Agent: run.Agent, Pass: &pass, Attempts: normalizeAll(as), Model: sumModel(as)})
 		return code
 	}
 	verdictTable(c.Stdout, as)
