@@ -221,7 +221,9 @@ func (v *View) stableAttr(st *syscall.Stat_t, btime syscall.Timespec) gofs.Stabl
 func (n *node) newChild(ctx context.Context, st *syscall.Stat_t, btime syscall.Timespec, out *fuse.EntryOut) *gofs.Inode {
 	out.Attr.FromStat(st)
 	ops := &gofs.LoopbackNode{RootData: n.RootData}
-	return n.NewInode(ctx, ops, n.v.stableAttr(st, btime))
+	ch := n.NewInode(ctx, ops, n.v.stableAttr(st, btime))
+	ch.Operations().(*node).size.Store(st.Size)
+	return ch
 }
 
 // path is the node's path relative to the root; a node no longer in
@@ -325,10 +327,16 @@ func (n *node) attr(out *fuse.AttrOut) syscall.Errno {
 }
 
 func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	var errno syscall.Errno
 	if g, ok := unwrap(f).(gofs.FileGetattrer); ok && f != nil {
-		return g.Getattr(ctx, out)
+		errno = g.Getattr(ctx, out)
+	} else {
+		errno = n.attr(out)
 	}
-	return n.attr(out)
+	if errno == 0 {
+		n.size.Store(int64(out.Size))
+	}
+	return errno
 }
 
 func (n *node) Statx(ctx context.Context, f gofs.FileHandle, flags uint32, mask uint32, out *fuse.StatxOut) syscall.Errno {

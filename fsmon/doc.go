@@ -91,12 +91,20 @@
 //
 // # Modes
 //
-// In ModeContent (the default) reads and writes use FUSE passthrough: the
-// kernel sends them straight to the backing file and they never reach
-// fsmon, so I/O runs at native speed. fsmon still sees every open for
-// writing, create, setattr, rename, unlink and release, and records the
-// file's content hash at each release of a written file (and, for files
-// still open, at unmount). A shared mmap write reaches the backing file
+// In ModeContent (the default) writes and most reads use FUSE
+// passthrough: the kernel sends them straight to the backing file and
+// they never reach fsmon, so I/O runs at native speed. Read-only opens
+// of files up to 128 KiB use the kernel's page cache instead, kept from
+// one open to the next: a file read again (a second grep, a test run's
+// imports) costs an OPEN and a RELEASE and no GETATTR, which a read
+// with passthrough costs at the next stat (the kernel forgets the
+// file's atime). The kernel refuses to have a file open both ways at
+// once, so an open for writing of a file open through the page cache
+// goes through the page cache too: its writes reach fsmon and are
+// journaled as in writes mode (iomode_linux.go). fsmon still sees every
+// open for writing, create, setattr, rename, unlink and release, and
+// records the file's content hash at each release of a written file
+// (and, for files still open, at unmount). A shared mmap write reaches the backing file
 // through passthrough and is captured at the release that follows
 // munmap and close. The kernel sends a release after close has returned,
 // so a release can race with what the agent does next (a truncate by

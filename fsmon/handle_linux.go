@@ -17,10 +17,18 @@ import (
 	"benchd.dev/fsmon/journal"
 )
 
-// readHandle is a file open read-only. Reads go through passthrough (or
-// the loopback); ioctls are refused.
+// readHandle is a file open read-only. Reads go through passthrough or
+// the kernel's page cache (see iomode_linux.go); ioctls are refused.
 type readHandle struct {
 	*gofs.LoopbackFile
+	n    *node
+	mode ioMode
+}
+
+// Release uncounts the open and closes the backing file.
+func (h *readHandle) Release(ctx context.Context) syscall.Errno {
+	h.n.release(ctx, h.mode)
+	return h.LoopbackFile.Release(ctx)
 }
 
 // Ioctl is refused: forwarded to the backing descriptor, an ioctl such
@@ -36,6 +44,8 @@ type handle struct {
 	*gofs.LoopbackFile
 	v     *View
 	inode *gofs.Inode
+	n     *node  // the node of inode
+	mode  ioMode // how the kernel does the handle's I/O
 	// The opener, recorded on the release when the kernel sends it
 	// without a caller.
 	pid, uid uint32
@@ -64,15 +74,36 @@ func (h *handle) setLastName(p string) {
 	h.nameMu.Unlock()
 }
 
-// newHandle wraps a file just opened for writing; opened is the record
-// of the open (or create), which names the opener and the decision.
-func (v *View) newHandle(lf *gofs.LoopbackFile, in *gofs.Inode, opened journal.Record) *handle {
-	h := &handle{LoopbackFile: lf, v: v, inode: in, decision: opened.Decision, lastName: opened.Path}
+// newHandle wraps a file of node n just opened for writing in mode m;
+// opened is the record of the open (or create), which names the opener
+// and the decision. The handle given to the bridge is fileHandle's.
+func (v *View) newHandle(lf *gofs.LoopbackFile, n *node, m ioMode, opened journal.Record) *handle {
+	h := &handle{LoopbackFile: lf, v: v, inode: n.EmbeddedInode(), n: n, mode: m, decision: opened.Decision, lastName: opened.Path}
 	h.pid, h.uid, h.comm = opened.PID, opened.UID, opened.Comm
 	v.mu.Lock()
 	v.open[h] = struct{}{}
 	v.mu.Unlock()
 	return h
+}
+
+// fileHandle is the handle the bridge gets for h: one without a
+// passthrough descriptor when the kernel is to use its page cache.
+func (h *handle) fileHandle() gofs.FileHandle {
+	if h.mode == viaCache {
+		return &cachedWrite{handle: h}
+	}
+	return h
+}
+
+// writeHandle returns the handle of a file open for writing inside f.
+func writeHandle(f gofs.FileHandle) (*handle, bool) {
+	switch h := f.(type) {
+	case *handle:
+		return h, true
+	case *cachedWrite:
+		return h.handle, true
+	}
+	return nil, false
 }
 
 // unwrap returns the loopback file inside one of our handles, which the
@@ -81,7 +112,11 @@ func unwrap(f gofs.FileHandle) gofs.FileHandle {
 	switch h := f.(type) {
 	case *handle:
 		return h.LoopbackFile
+	case *cachedWrite:
+		return h.LoopbackFile
 	case *readHandle:
+		return h.LoopbackFile
+	case *cachedRead:
 		return h.LoopbackFile
 	}
 	return f
@@ -196,6 +231,7 @@ func (h *handle) Allocate(ctx context.Context, off uint64, size uint64, mode uin
 
 // Release captures the file's content, then closes the backing file.
 func (h *handle) Release(ctx context.Context) syscall.Errno {
+	h.n.release(ctx, h.mode)
 	h.capture(ctx, false)
 	h.v.mu.Lock()
 	delete(h.v.open, h)
@@ -247,6 +283,7 @@ func (h *handle) capture(ctx context.Context, atUnmount bool) {
 		return
 	}
 	rec.SHA256, rec.Size = sum, size
+	h.n.size.Store(size)
 	h.record(ctx, rec, 0)
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -22,6 +23,12 @@ import (
 type node struct {
 	*gofs.LoopbackNode
 	v *View
+	// modes counts the node's open handles by how the kernel does
+	// their I/O (iomode_linux.go).
+	modes openModes
+	// size is the file's size when the view last saw it: it picks
+	// how a read-only open reads (cachedMax).
+	size atomic.Int64
 }
 
 var (
@@ -258,37 +265,47 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		n.v.addFiles(-entries)
 		return nil, nil, 0, errno
 	}
-	return ch, n.v.newHandle(fh, ch, rec), 0, 0
+	// The bridge registers ch as the node of the new file (a create
+	// replaces any node of the same identity), so its counts are the
+	// kernel's inode's.
+	cn := ch.Operations().(*node)
+	iom, fl := cn.openWrite()
+	return ch, n.v.newHandle(fh, cn, iom, rec).fileHandle(), fl, 0
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	writing := flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0
 	if !writing {
+		mode, fl := n.openRead()
 		fh, errno := n.openFile(flags)
 		if errno != 0 {
+			n.closed(mode)
 			return nil, 0, errno
 		}
-		// Keep the page cache (it matters without passthrough, in
-		// writes mode): every write to the file goes through this
-		// kernel, which keeps the cache current.
-		return &readHandle{fh}, fuse.FOPEN_KEEP_CACHE, 0
+		h := &readHandle{LoopbackFile: fh, n: n, mode: mode}
+		if mode == viaCache {
+			return &cachedRead{readHandle: h}, fl, 0
+		}
+		return h, fl, 0
 	}
 	rec := journal.Record{Op: journal.OpOpen, Path: n.rel(), Flags: flags}
 	d, errno := n.admit(ctx, rec, cost{writing: true}, rec.Path)
 	if errno != 0 {
 		return nil, 0, errno
 	}
+	mode, fl := n.openWrite()
 	fh, errno := n.openFile(flags)
 	rec.Decision = d
 	rec = n.record(ctx, rec, errno)
 	if errno != 0 {
+		n.closed(mode)
 		return nil, 0, errno
 	}
 	if flags&syscall.O_TRUNC != 0 {
 		tr := journal.Record{Op: journal.OpTruncate, Path: rec.Path, Decision: d, PID: rec.PID, UID: rec.UID, Comm: rec.Comm, Result: "ok"}
 		n.v.append(tr)
 	}
-	return n.v.newHandle(fh, n.EmbeddedInode(), rec), 0, 0
+	return n.v.newHandle(fh, n, mode, rec).fileHandle(), fl, 0
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -609,7 +626,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		d     journal.Decision
 		errno syscall.Errno
 	)
-	if h, ok := f.(*handle); ok && !named {
+	if h, ok := writeHandle(f); ok && !named {
 		// A file with no name left, changed through a descriptor open
 		// for writing: the policy decided at open.
 		d = h.decision
@@ -636,7 +653,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 			return n.v.hitCap(ctx, recs[0], journal.CapBlobBytes, syscall.EFBIG)
 		}
 	}
-	if _, viaHandle := f.(*handle); sized && sz > 0 && named && !viaHandle {
+	if _, viaHandle := writeHandle(f); sized && sz > 0 && named && !viaHandle {
 		// A truncate by path (truncate(2)) to a size other than 0: no
 		// release of a handle follows with the content it leaves, so
 		// its record carries that content. Renames wait, so the path
@@ -674,6 +691,7 @@ func (n *node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	}
 	if errno == 0 {
 		out.SetTimeout(n.v.cfg.CacheTimeout)
+		n.size.Store(int64(out.Size))
 	}
 	return errno
 }
@@ -724,7 +742,7 @@ func (n *node) CopyFileRange(ctx context.Context, fhIn gofs.FileHandle, offIn ui
 		d     journal.Decision
 		errno syscall.Errno
 	)
-	h, isHandle := fhOut.(*handle)
+	h, isHandle := writeHandle(fhOut)
 	if isHandle && !named {
 		// The output has no name left: the policy decided at its open.
 		d = h.decision

@@ -113,6 +113,9 @@ type View struct {
 	// truncate that follows the close read and record the new content,
 	// and then record the older one last. Striped by inode number.
 	contentMu [64]sync.Mutex
+	// releasing holds the opens to uncount when their RELEASE is
+	// finished, by the request's cancel channel (node.release).
+	releasing sync.Map
 
 	// blobs is the journal's blob store, counting what the view adds.
 	blobs *journal.Blobs
@@ -254,7 +257,7 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 	if cfg.Mode == ModeWrites {
 		opts.MountOptions.DisabledCapabilities |= fuse.CAP_PASSTHROUGH
 	}
-	raw := &rawView{RawFileSystem: fs.NewNodeFS(v.root, opts)}
+	raw := &rawView{RawFileSystem: fs.NewNodeFS(v.root, opts), v: v}
 	server, err := fuse.NewServer(raw, mnt, &opts.MountOptions)
 	if err != nil {
 		v.rootFile.Close()
@@ -291,6 +294,14 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 // at the kernel's offset (the backing file system's own cookie).
 type rawView struct {
 	fuse.RawFileSystem
+	v *View
+}
+
+// Release finishes the RELEASE of a file, then uncounts its open
+// (iomode_linux.go).
+func (r *rawView) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	r.RawFileSystem.Release(cancel, in)
+	r.v.released(cancel)
 }
 
 func (r *rawView) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
