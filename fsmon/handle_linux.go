@@ -55,6 +55,9 @@ type handle struct {
 
 	mu       sync.Mutex
 	captured bool
+	// closeOnce closes the backing file after the release's capture
+	// (finish).
+	closeOnce sync.Once
 	// stored is set, under View.mu, once the release's capture has
 	// counted what it added to the blob store: until then the file's
 	// size counts against the budget as pending (View.reserve).
@@ -229,14 +232,15 @@ func (h *handle) Allocate(ctx context.Context, off uint64, size uint64, mode uin
 	return errno
 }
 
-// Release captures the file's content, then closes the backing file.
+// Release queues the capture of the file's content, or captures it at
+// once when it may not wait (capture_linux.go); the backing file is
+// closed after the capture.
 func (h *handle) Release(ctx context.Context) syscall.Errno {
 	h.n.release(ctx, h.mode)
-	h.capture(ctx, false)
-	h.v.mu.Lock()
-	delete(h.v.open, h)
-	h.v.mu.Unlock()
-	return h.LoopbackFile.Release(ctx)
+	if !h.v.deferCapture(h) {
+		h.finish(ctx)
+	}
+	return 0
 }
 
 // capture stores the file's current content as a blob and journals a

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
@@ -148,6 +149,72 @@ func TestOpenModesHostile(t *testing.T) {
 			}
 			wg.Wait()
 			v.finish() // the journal replays to the final tree
+		})
+	}
+}
+
+// TestCaptureOrderHostile: files written and closed, then at once
+// truncated, rewritten, renamed over, removed and made again, by
+// several goroutines at once, so that the captures of releases (which
+// wait in a queue, or run in the request when another handle writes
+// the file) race with every operation that finishes them first. The
+// journal replays to the final tree (finish checks it) in both modes.
+func TestCaptureOrderHostile(t *testing.T) {
+	for _, mode := range []fsmon.Mode{fsmon.ModeContent, fsmon.ModeWrites} {
+		t.Run(string(mode), func(t *testing.T) {
+			v := mount(t, mode)
+			if err := os.Mkdir(v.p("new"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p := v.p(fmt.Sprintf("new/f%d.txt", g))
+					tmp := v.p(fmt.Sprintf("new/t%d.txt", g))
+					shared := v.p("new/shared.txt")
+					step := func(what string, err error) bool {
+						if err != nil {
+							t.Errorf("goroutine %d: %s: %v", g, what, err)
+						}
+						return err == nil
+					}
+					for i := range 30 {
+						body := []byte(fmt.Sprintf("g%d round %d %s\n", g, i, strings.Repeat("x", i)))
+						if !step("write", os.WriteFile(p, body, 0o644)) {
+							return
+						}
+						switch i % 5 {
+						case 0:
+							step("truncate", os.Truncate(p, int64(i%7)))
+						case 1:
+							f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+							if step("append", err) {
+								f.Write([]byte("appended\n"))
+								f.Close()
+							}
+						case 2:
+							if step("write tmp", os.WriteFile(tmp, body[:len(body)/2], 0o644)) {
+								step("rename over", os.Rename(tmp, p))
+							}
+						case 3:
+							if step("unlink", os.Remove(p)) {
+								step("write again", os.WriteFile(p, body[1:], 0o644))
+							}
+						case 4:
+							step("chmod", os.Chmod(p, 0o600))
+						}
+						f, err := os.OpenFile(shared, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+						if step("open shared", err) {
+							f.Write(body)
+							f.Close()
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			v.finish()
 		})
 	}
 }

@@ -29,6 +29,11 @@ type node struct {
 	// size is the file's size when the view last saw it: it picks
 	// how a read-only open reads (cachedMax).
 	size atomic.Int64
+	// writers counts the node's handles open for writing and holds
+	// its releases whose capture waits (capture_linux.go);
+	// waitingBytes is their size (View.waiting).
+	writers      writers
+	waitingBytes atomic.Int64
 }
 
 var (
@@ -249,6 +254,11 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
+	if entries == 0 {
+		// An existing file (O_TRUNC may empty it) whose node the
+		// bridge replaces: none of its captures may wait.
+		n.v.flushAll()
+	}
 	ch, fh, errno := n.createFile(ctx, name, flags, mode, out)
 	if errno == 0 && entries == 1 {
 		if fd, ok := fh.PassthroughFd(); ok {
@@ -269,6 +279,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	// replaces any node of the same identity), so its counts are the
 	// kernel's inode's.
 	cn := ch.Operations().(*node)
+	cn.beginWrite()
 	iom, fl := cn.openWrite()
 	return ch, n.v.newHandle(fh, cn, iom, rec).fileHandle(), fl, 0
 }
@@ -293,12 +304,14 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if errno != 0 {
 		return nil, 0, errno
 	}
+	n.beginWrite()
 	mode, fl := n.openWrite()
 	fh, errno := n.openFile(flags)
 	rec.Decision = d
 	rec = n.record(ctx, rec, errno)
 	if errno != 0 {
 		n.closed(mode)
+		n.endWrite()
 		return nil, 0, errno
 	}
 	if flags&syscall.O_TRUNC != 0 {
@@ -421,6 +434,9 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 		return errno
 	}
 	child := n.GetChild(name)
+	if child != nil {
+		child.Operations().(*node).flushCaptures()
+	}
 	n.v.renameMu.Lock()
 	defer n.v.renameMu.Unlock()
 	errno = n.unlinkAt(rec.Path, 0)
@@ -487,6 +503,10 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	d, errno := n.admit(ctx, rec, cost{}, paths...)
 	if errno != 0 {
 		return errno
+	}
+	if target := np.GetChild(newName); target != nil {
+		// The name's file loses it.
+		target.Operations().(*node).flushCaptures()
 	}
 	n.v.renameMu.Lock()
 	defer n.v.renameMu.Unlock()
@@ -587,6 +607,7 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 }
 
 func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	n.flushCaptures()
 	p, named := n.v.relOf(n.EmbeddedInode())
 	var recs []journal.Record
 	if sz, ok := in.GetSize(); ok {
@@ -710,6 +731,7 @@ func (n *node) recordAll(ctx context.Context, recs []journal.Record, d journal.D
 }
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	n.flushCaptures()
 	rec := journal.Record{Op: journal.OpSetxattr, Path: n.rel(), Name: attr, Size: int64(len(data)), Flags: flags}
 	d, errno := n.admit(ctx, rec, cost{}, rec.Path)
 	if errno != 0 {
@@ -722,6 +744,7 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 }
 
 func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	n.flushCaptures()
 	rec := journal.Record{Op: journal.OpRemovexattr, Path: n.rel(), Name: attr}
 	d, errno := n.admit(ctx, rec, cost{}, rec.Path)
 	if errno != 0 {

@@ -116,6 +116,9 @@ type View struct {
 	// releasing holds the opens to uncount when their RELEASE is
 	// finished, by the request's cancel channel (node.release).
 	releasing sync.Map
+	// captures holds the releases whose capture waits
+	// (capture_linux.go).
+	captures captureQueue
 
 	// blobs is the journal's blob store, counting what the view adds.
 	blobs *journal.Blobs
@@ -125,14 +128,19 @@ type View struct {
 	mu sync.Mutex
 	// open holds every file handle open for writing, for capture at
 	// unmount.
-	open      map[*handle]struct{}
-	records   int64
-	denied    int64
-	files     int64 // entries of the tree, reserved ones included
-	blobBytes int64 // bytes of the blobs the view added
-	capsHit   []string
-	unmounted bool
-	err       error // first journal error; the view refuses writes after it
+	open map[*handle]struct{}
+	// waiting holds the handles released whose capture waits
+	// (capture_linux.go), with their size at the release;
+	// waitingBytes is the sum.
+	waiting      map[*handle]int64
+	waitingBytes int64
+	records      int64
+	denied       int64
+	files        int64 // entries of the tree, reserved ones included
+	blobBytes    int64 // bytes of the blobs the view added
+	capsHit      []string
+	unmounted    bool
+	err          error // first journal error; the view refuses writes after it
 	// The trees at mount and at unmount, for the changeset.
 	initial, final journal.Tree
 }
@@ -194,7 +202,7 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 		return nil, err
 	}
 
-	v := &View{cfg: cfg, backing: backing, backingReal: backingReal, open: map[*handle]struct{}{}, log: cfg.Logger.With("component", "fsmon", "mountpoint", mnt)}
+	v := &View{cfg: cfg, backing: backing, backingReal: backingReal, open: map[*handle]struct{}{}, waiting: map[*handle]int64{}, log: cfg.Logger.With("component", "fsmon", "mountpoint", mnt)}
 	v.maxBlobBytes = BlobFactor * cfg.StorageBytes
 	v.blobs = &journal.Blobs{Dir: cfg.Journal.Blobs().Dir, Added: v.blobAdded}
 	initial, err := journal.SnapshotTree(backing, v.blobs)
@@ -276,6 +284,7 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 		return nil, fmt.Errorf("unable to mount %s: %w", mnt, err)
 	}
 	v.server = server
+	v.startCaptures()
 	return v, nil
 }
 
@@ -385,8 +394,10 @@ func IsMountpoint(dir string) (bool, error) {
 	return false, nil
 }
 
-// Stats returns the view's counters.
+// Stats returns the view's counters, after finishing the captures of
+// the releases the view has received.
 func (v *View) Stats() Stats {
+	v.flushAll()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return Stats{Records: v.records, Denied: v.denied, Files: v.files, BlobBytes: v.blobBytes, Caps: append([]string(nil), v.capsHit...)}
@@ -405,6 +416,11 @@ func (v *View) Unmount(ctx context.Context) error {
 		return nil
 	}
 	v.unmounted = true
+	v.mu.Unlock()
+	// The releases received are captured as releases, not as files
+	// still open.
+	v.stopCaptures()
+	v.mu.Lock()
 	open := make([]*handle, 0, len(v.open))
 	for h := range v.open {
 		open = append(open, h)
@@ -449,6 +465,8 @@ func (v *View) UnmountInterrupted(ctx context.Context, cause string) error {
 	if done {
 		return nil
 	}
+	// The releases received before the cut are recorded before it.
+	v.flushAll()
 	ierr := v.append(journal.Record{Op: journal.OpInterrupted, Name: cause, Result: "ok"})
 	return errors.Join(ierr, v.Unmount(ctx))
 }
