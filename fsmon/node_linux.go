@@ -6,7 +6,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -100,92 +99,6 @@ func (v *View) who(ctx context.Context, r *journal.Record) {
 	}
 	r.UID = c.Uid
 	r.PID, r.Comm = v.callers.process(c.Pid)
-}
-
-// callers maps thread ids to processes. A journaled operation reads the
-// caller's /proc/TID/stat (its command name and start time) and looks
-// its thread group up here by thread id and start time, which together
-// name one thread for the life of the system; only a thread not seen
-// before costs a read of /proc/TID/status, which formats the whole
-// memory and capability state and is about three times as slow.
-type callers struct {
-	mu   sync.Mutex
-	tgid map[callerKey]uint32
-}
-
-type callerKey struct {
-	tid   uint32
-	start uint64 // clock ticks after boot
-}
-
-// maxCallers bounds the table; it is emptied when full.
-const maxCallers = 4096
-
-// process maps a thread id to its process id and command name. A thread
-// that is gone keeps its id and gets no name.
-func (c *callers) process(tid uint32) (uint32, string) {
-	if tid == 0 {
-		return 0, ""
-	}
-	dir := "/proc/" + strconv.FormatUint(uint64(tid), 10)
-	b, err := os.ReadFile(dir + "/stat")
-	if err != nil {
-		return tid, ""
-	}
-	name, start, ok := parseStat(b)
-	if !ok {
-		return tid, ""
-	}
-	key := callerKey{tid, start}
-	c.mu.Lock()
-	pid, ok := c.tgid[key]
-	c.mu.Unlock()
-	if ok {
-		return pid, name
-	}
-	b, err = os.ReadFile(dir + "/status")
-	if err != nil {
-		return tid, name
-	}
-	pid, found := tid, false
-	for _, line := range strings.SplitN(string(b), "\n", 8) {
-		if k, v, _ := strings.Cut(line, ":"); k == "Tgid" {
-			if n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
-				pid, found = uint32(n), true
-			}
-		}
-	}
-	if found {
-		c.mu.Lock()
-		if c.tgid == nil || len(c.tgid) >= maxCallers {
-			c.tgid = make(map[callerKey]uint32)
-		}
-		c.tgid[key] = pid
-		c.mu.Unlock()
-	}
-	return pid, name
-}
-
-// parseStat returns the command name (field 2) and start time (field
-// 22) of a /proc/TID/stat line. The name is in parentheses and may hold
-// spaces and parentheses itself, so the fields after it are found from
-// the last ')'.
-func parseStat(b []byte) (name string, start uint64, ok bool) {
-	s := string(b)
-	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || end < open {
-		return "", 0, false
-	}
-	// After ") ": state is field 3, so start time is the 20th field.
-	fields := strings.Fields(s[end+1:])
-	if len(fields) < 20 {
-		return "", 0, false
-	}
-	start, err := strconv.ParseUint(fields[19], 10, 64)
-	if err != nil {
-		return "", 0, false
-	}
-	return s[open+1 : end], start, true
 }
 
 func result(errno syscall.Errno) string {

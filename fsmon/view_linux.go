@@ -451,6 +451,7 @@ func (v *View) Unmount(ctx context.Context) error {
 	if err := v.cfg.Journal.Flush(); err != nil {
 		errs = append(errs, err)
 	}
+	v.callers.close()
 	return errors.Join(errs...)
 }
 
