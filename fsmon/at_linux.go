@@ -456,7 +456,8 @@ func (n *node) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 
 // setattrPath changes the attributes of the node's backing file by
 // path, for a setattr without a file handle: mode, owner, size, then
-// times (an explicit mtime is not clobbered by the truncate).
+// times (an explicit mtime is not clobbered by the truncate); out gets
+// the attributes it leaves.
 func (n *node) setattrPath(in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	rel, errno := n.path()
 	if errno != 0 {
@@ -467,7 +468,7 @@ func (n *node) setattrPath(in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno 
 		// descriptor.
 		rel = "."
 	}
-	errno = n.v.inParent(rel, func(dirfd int, name string) error {
+	return n.v.inParent(rel, func(dirfd int, name string) error {
 		if m, ok := in.GetMode(); ok {
 			if err := chmodNoFollow(dirfd, name, m); err != nil {
 				return err
@@ -517,15 +518,18 @@ func (n *node) setattrPath(in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno 
 				return err
 			}
 		}
-		return nil
+		st, _, err := stat(dirfd, name, 0)
+		if err == nil {
+			out.FromStat(&st)
+		}
+		return err
 	})
-	if errno != 0 {
-		return errno
-	}
-	return n.attr(out)
 }
 
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if attr == "security.capability" && n.capsUnset.Load() {
+		return 0, syscall.ENODATA
+	}
 	rel, errno := n.path()
 	if errno != 0 {
 		return 0, errno

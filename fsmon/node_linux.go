@@ -33,6 +33,13 @@ type node struct {
 	// waitingBytes is their size (View.waiting).
 	writers      writers
 	waitingBytes atomic.Int64
+	// capsUnset is set when the file is known to have no
+	// security.capability xattr: the view created it, and set no xattr
+	// on it since. The kernel asks for that xattr before the first
+	// write to a file (to drop file capabilities), so every file an
+	// agent writes anew costs a GETXATTR round trip; the view answers
+	// it without reading the backing file.
+	capsUnset atomic.Bool
 }
 
 var (
@@ -158,9 +165,10 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, n.refuse(ctx, rec, syscall.EPERM)
 	}
 	// CREATE may open a file that exists (without O_EXCL): only a new
-	// one is an entry more.
+	// one is an entry more. With O_EXCL it fails on one that exists,
+	// and gives its entry back.
 	var entries int64
-	if !n.v.exists(rec.Path) {
+	if flags&syscall.O_EXCL != 0 || !n.v.exists(rec.Path) {
 		entries = 1
 	}
 	d, errno := n.admit(ctx, rec, cost{entries: entries, writing: true}, rec.Path)
@@ -192,6 +200,10 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	// replaces any node of the same identity), so its counts are the
 	// kernel's inode's.
 	cn := ch.Operations().(*node)
+	if entries == 1 {
+		// A new file has no xattrs (capsUnset).
+		cn.capsUnset.Store(true)
+	}
 	cn.beginWrite()
 	iom, fl := cn.openWrite()
 	return ch, n.v.newHandle(fh, cn, iom, rec).fileHandle(), fl, 0
@@ -645,6 +657,7 @@ func (n *node) recordAll(ctx context.Context, recs []journal.Record, d journal.D
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	n.flushCaptures()
+	n.capsUnset.Store(false)
 	rec := journal.Record{Op: journal.OpSetxattr, Path: n.rel(), Name: attr, Size: int64(len(data)), Flags: flags}
 	d, errno := n.admit(ctx, rec, cost{}, rec.Path)
 	if errno != 0 {
