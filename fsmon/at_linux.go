@@ -401,11 +401,23 @@ func (n *node) openFile(flags uint32) (*gofs.LoopbackFile, syscall.Errno) {
 		return nil, errno
 	}
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
-	fd, err := n.v.openAt(rel, int(flags), 0)
+	fd, err := n.v.openAt(rel, readableWrites(flags), 0)
 	if err != nil {
 		return nil, gofs.ToErrno(err)
 	}
 	return gofs.NewLoopbackFileFromOS(os.NewFile(uintptr(fd), "")), 0
+}
+
+// readableWrites is the flags of the view's own open of a backing file
+// the kernel asked to open with flags: write-only becomes read-write,
+// so that the capture at release reads the file through the view's
+// descriptor (the kernel opens its own backing file for passthrough,
+// with the caller's flags). Only regular files are opened.
+func readableWrites(flags uint32) int {
+	if flags&syscall.O_ACCMODE == syscall.O_WRONLY {
+		flags = flags&^syscall.O_ACCMODE | syscall.O_RDWR
+	}
+	return int(flags)
 }
 
 // createFile creates (or, without O_EXCL, opens) the entry name of this
@@ -417,7 +429,7 @@ func (n *node) createFile(ctx context.Context, name string, flags, mode uint32, 
 		return nil, nil, errno
 	}
 	flags &^= syscall.O_APPEND
-	fd, err := n.v.openAt(rel, int(flags)|unix.O_CREAT, mode)
+	fd, err := n.v.openAt(rel, readableWrites(flags)|unix.O_CREAT, mode)
 	if err != nil {
 		return nil, nil, gofs.ToErrno(err)
 	}

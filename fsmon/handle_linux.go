@@ -3,7 +3,6 @@ package fsmon
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -305,40 +304,62 @@ func (v *View) store(fd int) (string, int64, syscall.Errno) {
 
 // storeIn is store into blobs.
 func (v *View) storeIn(blobs *journal.Blobs, fd int) (string, int64, syscall.Errno) {
-	// Reopen through /proc: the descriptor may be write-only.
-	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", 0, errnoOf(err)
-	}
-	f := os.NewFile(uintptr(rfd), "blob")
-	defer f.Close()
 	var st unix.Stat_t
-	if err := unix.Fstat(rfd, &st); err != nil {
+	if err := unix.Fstat(fd, &st); err != nil {
 		return "", 0, errnoOf(err)
 	}
 	if st.Size <= smallBlob {
-		// One byte more than the size: a file that grew since is
-		// streamed.
+		// Read with pread, which leaves the descriptor's offset
+		// alone. One byte more than the size: a file that grew since
+		// is streamed. A write-only descriptor (EBADF) is reopened.
 		buf := make([]byte, max(st.Size, 0)+1)
-		n, err := io.ReadFull(f, buf)
+		n, err := preadFull(fd, buf)
 		switch {
-		case err == io.EOF || err == io.ErrUnexpectedEOF:
+		case err == nil && n < len(buf):
 			sum, err := blobs.PutBytes(buf[:n])
 			if err != nil {
 				v.log.Error("unable to capture content", "err", err)
 				return "", 0, syscall.EIO
 			}
 			return sum, int64(n), 0
-		case err != nil:
+		case err != nil && err != unix.EBADF:
 			return "", 0, errnoOf(err)
 		}
 	}
+	// Reopen through /proc: the descriptor may be write-only, and the
+	// copy moves the offset.
+	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", 0, errnoOf(err)
+	}
+	f := os.NewFile(uintptr(rfd), "blob")
+	defer f.Close()
 	sum, size, err := blobs.PutOpenFile(f) // from the start, holes kept
 	if err != nil {
 		v.log.Error("unable to capture content", "err", err)
 		return "", 0, syscall.EIO
 	}
 	return sum, size, 0
+}
+
+// preadFull reads from fd at offset 0 into buf until buf is full or
+// the file ends, and returns how much it read.
+func preadFull(fd int, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Pread(fd, buf[n:], int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
 }
 
 // pathOf is the current path, relative to the workspace, of the backing
