@@ -100,7 +100,8 @@
 // one open to the next: a file read again (a second grep, a test run's
 // imports) costs an OPEN and a RELEASE and no GETATTR, which a read
 // with passthrough costs at the next stat (the kernel forgets the
-// file's atime). The kernel refuses to have a file open both ways at
+// file's atime), and no system call of fsmon's (a file's read-only
+// opens share one backing descriptor, kept open after them). The kernel refuses to have a file open both ways at
 // once, so an open for writing of a file open through the page cache
 // goes through the page cache too: its writes reach fsmon and are
 // journaled as in writes mode (iomode_linux.go). fsmon still sees every

@@ -22,11 +22,19 @@ type readHandle struct {
 	*gofs.LoopbackFile
 	n    *node
 	mode ioMode
+	// shared is set when the backing file is the node's shared one
+	// (iomode_linux.go).
+	shared bool
 }
 
-// Release uncounts the open and closes the backing file.
+// Release uncounts the open and closes the backing file, or ends its
+// use of the node's shared one.
 func (h *readHandle) Release(ctx context.Context) syscall.Errno {
 	h.n.release(ctx, h.mode)
+	if h.shared {
+		h.n.closeShared()
+		return 0
+	}
 	return h.LoopbackFile.Release(ctx)
 }
 

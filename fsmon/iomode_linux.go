@@ -3,8 +3,11 @@ package fsmon
 import (
 	"context"
 	"sync"
+	"syscall"
 
+	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // In content mode the view picks, at each open, how the kernel does the
@@ -189,4 +192,122 @@ func (v *View) released(cancel <-chan struct{}) {
 		r := r.(releasing)
 		r.n.modes.close(r.m)
 	}
+}
+
+// A file read through the page cache needs a backing descriptor only
+// for the READ requests of pages the kernel lacks, and none for pages it
+// holds. The node's read-only handles share one, opened at the first of
+// them and kept after the last while the view holds fewer than
+// maxShared: a file read again costs its OPEN and RELEASE no system
+// call. The descriptor names the file itself, so a rename or an unlink
+// changes nothing for it; it is closed when the kernel forgets the
+// node (OnForget) and at unmount.
+
+// sharedRead is a node's shared read-only backing file.
+type sharedRead struct {
+	mu   sync.Mutex
+	file *gofs.LoopbackFile // nil: none open
+	refs int                // handles using it
+}
+
+// openShared returns the node's shared read-only backing file, opening
+// it if none is open, for a handle to use until closeShared.
+func (n *node) openShared() (*gofs.LoopbackFile, syscall.Errno) {
+	s := &n.shared
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.file == nil {
+		f, errno := n.openFile(syscall.O_RDONLY)
+		if errno != 0 {
+			return nil, errno
+		}
+		s.file = f
+		n.v.sharedOpened(n)
+	}
+	s.refs++
+	return s.file, 0
+}
+
+// closeShared ends a handle's use of the node's shared backing file,
+// which is closed with the last one when the view holds too many.
+func (n *node) closeShared() {
+	s := &n.shared
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refs--
+	if s.refs == 0 && n.v.tooManyShared() {
+		n.dropSharedLocked()
+	}
+}
+
+// dropSharedLocked closes the shared backing file, which no handle
+// uses. Called with n.shared.mu held.
+func (n *node) dropSharedLocked() {
+	if n.shared.file == nil || n.shared.refs > 0 {
+		return
+	}
+	n.shared.file.Release(context.Background())
+	n.shared.file = nil
+	n.v.sharedClosed(n)
+}
+
+// OnForget closes the shared backing file of a node the kernel forgot.
+func (n *node) OnForget() {
+	n.shared.mu.Lock()
+	n.dropSharedLocked()
+	n.shared.mu.Unlock()
+}
+
+// sharedFiles counts the nodes with a shared backing file open, for
+// maxShared and for closing them at unmount.
+type sharedFiles struct {
+	mu    sync.Mutex
+	nodes map[*node]struct{}
+	max   int
+}
+
+func (v *View) sharedOpened(n *node) {
+	v.shared.mu.Lock()
+	if v.shared.nodes == nil {
+		v.shared.nodes = make(map[*node]struct{})
+	}
+	v.shared.nodes[n] = struct{}{}
+	v.shared.mu.Unlock()
+}
+
+func (v *View) sharedClosed(n *node) {
+	v.shared.mu.Lock()
+	delete(v.shared.nodes, n)
+	v.shared.mu.Unlock()
+}
+
+func (v *View) tooManyShared() bool {
+	v.shared.mu.Lock()
+	defer v.shared.mu.Unlock()
+	return len(v.shared.nodes) > v.shared.max
+}
+
+// closeShared closes the shared backing files no handle uses: at
+// unmount, when no request comes any more.
+func (v *View) closeShared() {
+	v.shared.mu.Lock()
+	nodes := make([]*node, 0, len(v.shared.nodes))
+	for n := range v.shared.nodes {
+		nodes = append(nodes, n)
+	}
+	v.shared.mu.Unlock()
+	for _, n := range nodes {
+		n.OnForget()
+	}
+}
+
+// maxSharedFiles is how many shared backing files a view keeps open
+// with no handle using them: an eighth of the descriptors the process
+// may open, at most 4096.
+func maxSharedFiles() int {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		return 256
+	}
+	return int(min(max(rl.Cur/8, 64), 4096))
 }

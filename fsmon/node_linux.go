@@ -28,6 +28,9 @@ type node struct {
 	// size is the file's size when the view last saw it: it picks
 	// how a read-only open reads (cachedMax).
 	size atomic.Int64
+	// shared is the backing file the node's handles that read
+	// through the page cache share (iomode_linux.go).
+	shared sharedRead
 	// writers counts the node's handles open for writing and holds
 	// its releases whose capture waits (capture_linux.go);
 	// waitingBytes is their size (View.waiting).
@@ -213,16 +216,20 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	writing := flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0
 	if !writing {
 		mode, fl := n.openRead()
+		if mode == viaCache {
+			fh, errno := n.openShared()
+			if errno != 0 {
+				n.closed(mode)
+				return nil, 0, errno
+			}
+			return &cachedRead{readHandle: &readHandle{LoopbackFile: fh, n: n, mode: mode, shared: true}}, fl, 0
+		}
 		fh, errno := n.openFile(flags)
 		if errno != 0 {
 			n.closed(mode)
 			return nil, 0, errno
 		}
-		h := &readHandle{LoopbackFile: fh, n: n, mode: mode}
-		if mode == viaCache {
-			return &cachedRead{readHandle: h}, fl, 0
-		}
-		return h, fl, 0
+		return &readHandle{LoopbackFile: fh, n: n, mode: mode}, fl, 0
 	}
 	rec := journal.Record{Op: journal.OpOpen, Path: n.rel(), Flags: flags}
 	d, errno := n.admit(ctx, rec, cost{writing: true}, rec.Path)

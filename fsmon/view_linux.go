@@ -119,6 +119,9 @@ type View struct {
 	// captures holds the releases whose capture waits
 	// (capture_linux.go).
 	captures captureQueue
+	// shared counts the nodes' shared read-only backing files
+	// (iomode_linux.go).
+	shared sharedFiles
 
 	// blobs is the journal's blob store, counting what the view adds.
 	blobs *journal.Blobs
@@ -204,6 +207,7 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 
 	v := &View{cfg: cfg, backing: backing, backingReal: backingReal, open: map[*handle]struct{}{}, waiting: map[*handle]int64{}, log: cfg.Logger.With("component", "fsmon", "mountpoint", mnt)}
 	v.maxBlobBytes = BlobFactor * cfg.StorageBytes
+	v.shared.max = maxSharedFiles()
 	v.blobs = &journal.Blobs{Dir: cfg.Journal.Blobs().Dir, Added: v.blobAdded}
 	initial, err := journal.SnapshotTree(backing, v.blobs)
 	if err != nil {
@@ -452,6 +456,7 @@ func (v *View) Unmount(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	v.callers.close()
+	v.closeShared()
 	return errors.Join(errs...)
 }
 
