@@ -46,13 +46,9 @@ func (v *View) stored(h *handle, added int64) {
 }
 
 // waits moves h, released with its capture queued, from the files open
-// for writing to those waiting for their capture, counting its size now
-// (no handle writes it any more).
-func (v *View) waits(h *handle) {
-	var size int64
-	if fd, ok := h.LoopbackFile.PassthroughFd(); ok {
-		size, _ = sizeOfFd(fd)()
-	}
+// for writing to those waiting for their capture, counting its size now,
+// size (no handle writes it any more).
+func (v *View) waits(h *handle, size int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if h.stored {

@@ -20,6 +20,10 @@ import (
 //     one, with passthrough, never reach the view): a release of a file
 //     that another handle still writes is captured in the request, as
 //     before;
+//   - the file is small (smallBlob, 1 MiB): a larger file is captured
+//     in its request as before, so that whatever finishes a file's
+//     captures (below) never waits long, nor do the small files queued
+//     behind it;
 //   - whatever could change the file or its name first finishes the
 //     file's waiting captures, in the request and before it changes
 //     anything: an open for writing (with O_TRUNC too), a create of a
@@ -93,9 +97,17 @@ func (v *View) deferCapture(h *handle) bool {
 	if w.open > 0 {
 		return false
 	}
+	fd, ok := h.LoopbackFile.PassthroughFd()
+	if !ok {
+		return false
+	}
+	size, ok := sizeOfFd(fd)()
+	if !ok || size > smallBlob {
+		return false
+	}
 	// Counted as waiting before it is queued: the capture may start
 	// at once.
-	v.waits(h)
+	v.waits(h, size)
 	if !v.captures.push(h) {
 		return false
 	}

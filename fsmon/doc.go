@@ -125,8 +125,9 @@
 // RELEASE has been answered, by a goroutine of the view, in the order
 // the releases came, and not on the CPU time the agent's next requests
 // wait for. It waits only while nothing can change the file under it
-// unrecorded: a release of a file that another handle still has open
-// for writing is captured in its request, and whatever could change a
+// unrecorded, and only for files up to 1 MiB: a release of a larger
+// file, or of a file that another handle still has open for writing, is
+// captured in its request, and whatever could change a
 // file or its name first finishes that file's waiting captures (an
 // open for writing, a create of a name that exists, a setattr, a
 // setxattr or removexattr, an unlink of it, a rename over it), as do
