@@ -50,18 +50,7 @@ func TestWaitingCaptureOrder(t *testing.T) {
 	for _, mode := range []Mode{ModeContent, ModeWrites} {
 		for _, c := range ops {
 			t.Run(string(mode)+"/"+c.name, func(t *testing.T) {
-				tmp := t.TempDir()
-				backing, mnt, jpath := filepath.Join(tmp, "backing"), filepath.Join(tmp, "mnt"), filepath.Join(tmp, "journal.jsonl")
-				os.Mkdir(backing, 0o755)
-				os.Mkdir(mnt, 0o755)
-				w, err := journal.Create(jpath)
-				if err != nil {
-					t.Fatal(err)
-				}
-				v, err := Mount(context.Background(), Config{Backing: backing, Mountpoint: mnt, Journal: w, Policy: journal.Policy{Allow: []string{"**"}}, Mode: mode})
-				if err != nil {
-					t.Fatal(err)
-				}
+				v, mnt, w, jpath := mountInternal(t, mode, nil)
 				v.captures.mu.Lock()
 				v.captures.held = true
 				v.captures.mu.Unlock()
@@ -116,4 +105,32 @@ func TestWaitingCaptureOrder(t *testing.T) {
 			})
 		}
 	}
+}
+
+// mountInternal mounts a view of a new backing directory, which seed
+// (if not nil) fills first, with a policy that allows every path, and
+// returns it with its mountpoint, journal writer and journal path.
+func mountInternal(t *testing.T, mode Mode, seed func(backing string)) (*View, string, *journal.Writer, string) {
+	t.Helper()
+	testenv.Require(t, testenv.Root, testenv.FUSE)
+	tmp := t.TempDir()
+	backing, mnt, jpath := filepath.Join(tmp, "backing"), filepath.Join(tmp, "mnt"), filepath.Join(tmp, "journal.jsonl")
+	for _, d := range []string{backing, mnt} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if seed != nil {
+		seed(backing)
+	}
+	w, err := journal.Create(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := Mount(context.Background(), Config{Backing: backing, Mountpoint: mnt, Journal: w, Policy: journal.Policy{Allow: []string{"**"}}, Mode: mode})
+	if err != nil {
+		w.Close()
+		t.Fatal(err)
+	}
+	return v, mnt, w, jpath
 }

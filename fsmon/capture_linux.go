@@ -200,18 +200,7 @@ func (v *View) captureLoop() {
 	defer close(q.done)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for {
-		if !q.held || q.stopped {
-			if h := q.take(); h != nil {
-				q.run(h)
-				continue
-			}
-		}
-		if q.stopped {
-			return
-		}
-		q.cond.Wait()
-	}
+	q.drain(func() bool { return !q.held || q.stopped }, func() bool { return q.stopped })
 }
 
 // flushAll finishes every waiting capture, and waits for those under
@@ -223,12 +212,21 @@ func (v *View) flushAll() {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.drain(func() bool { return true }, func() bool { return q.busy == 0 })
+}
+
+// drain finishes waiting captures while it may take them, until none
+// waits and done reports true, and waits for more in between. Called
+// with q.mu held.
+func (q *captureQueue) drain(mayTake, done func() bool) {
 	for {
-		if h := q.take(); h != nil {
-			q.run(h)
-			continue
+		if mayTake() {
+			if h := q.take(); h != nil {
+				q.run(h)
+				continue
+			}
 		}
-		if q.busy == 0 {
+		if done() {
 			return
 		}
 		q.cond.Wait()

@@ -6,9 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"benchd.dev/fsmon/journal"
-	"benchd.dev/internal/testenv"
 )
 
 // TestSharedReadFiles: a small file's read-only opens share one backing
@@ -16,23 +13,12 @@ import (
 // than the view's bound of them stay open with no handle using them,
 // and none after unmount.
 func TestSharedReadFiles(t *testing.T) {
-	testenv.Require(t, testenv.Root, testenv.FUSE)
-	tmp := t.TempDir()
-	backing, mnt, jpath := filepath.Join(tmp, "backing"), filepath.Join(tmp, "mnt"), filepath.Join(tmp, "journal.jsonl")
-	os.Mkdir(backing, 0o755)
-	os.Mkdir(mnt, 0o755)
-	for i := range 6 {
-		os.WriteFile(filepath.Join(backing, fmt.Sprintf("f%d", i)), []byte(fmt.Sprintf("content %d\n", i)), 0o644)
-	}
-	w, err := journal.Create(jpath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, mnt, w, _ := mountInternal(t, ModeContent, func(backing string) {
+		for i := range 6 {
+			os.WriteFile(filepath.Join(backing, fmt.Sprintf("f%d", i)), []byte(fmt.Sprintf("content %d\n", i)), 0o644)
+		}
+	})
 	defer w.Close()
-	v, err := Mount(context.Background(), Config{Backing: backing, Mountpoint: mnt, Journal: w, Policy: journal.Policy{Allow: []string{"**"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	v.shared.mu.Lock()
 	v.shared.max = 2
 	v.shared.mu.Unlock()
