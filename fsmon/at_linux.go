@@ -221,7 +221,9 @@ func (v *View) stableAttr(st *syscall.Stat_t, btime syscall.Timespec) gofs.Stabl
 func (n *node) newChild(ctx context.Context, st *syscall.Stat_t, btime syscall.Timespec, out *fuse.EntryOut) *gofs.Inode {
 	out.Attr.FromStat(st)
 	ops := &gofs.LoopbackNode{RootData: n.RootData}
-	return n.NewInode(ctx, ops, n.v.stableAttr(st, btime))
+	ch := n.NewInode(ctx, ops, n.v.stableAttr(st, btime))
+	ch.Operations().(*node).size.Store(st.Size)
+	return ch
 }
 
 // path is the node's path relative to the root; a node no longer in
@@ -325,10 +327,16 @@ func (n *node) attr(out *fuse.AttrOut) syscall.Errno {
 }
 
 func (n *node) Getattr(ctx context.Context, f gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	var errno syscall.Errno
 	if g, ok := unwrap(f).(gofs.FileGetattrer); ok && f != nil {
-		return g.Getattr(ctx, out)
+		errno = g.Getattr(ctx, out)
+	} else {
+		errno = n.attr(out)
 	}
-	return n.attr(out)
+	if errno == 0 {
+		n.size.Store(int64(out.Size))
+	}
+	return errno
 }
 
 func (n *node) Statx(ctx context.Context, f gofs.FileHandle, flags uint32, mask uint32, out *fuse.StatxOut) syscall.Errno {
@@ -393,11 +401,23 @@ func (n *node) openFile(flags uint32) (*gofs.LoopbackFile, syscall.Errno) {
 		return nil, errno
 	}
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
-	fd, err := n.v.openAt(rel, int(flags), 0)
+	fd, err := n.v.openAt(rel, readableWrites(flags), 0)
 	if err != nil {
 		return nil, gofs.ToErrno(err)
 	}
 	return gofs.NewLoopbackFileFromOS(os.NewFile(uintptr(fd), "")), 0
+}
+
+// readableWrites is the flags of the view's own open of a backing file
+// the kernel asked to open with flags: write-only becomes read-write,
+// so that the capture at release reads the file through the view's
+// descriptor (the kernel opens its own backing file for passthrough,
+// with the caller's flags). Only regular files are opened.
+func readableWrites(flags uint32) int {
+	if flags&syscall.O_ACCMODE == syscall.O_WRONLY {
+		flags = flags&^syscall.O_ACCMODE | syscall.O_RDWR
+	}
+	return int(flags)
 }
 
 // createFile creates (or, without O_EXCL, opens) the entry name of this
@@ -409,7 +429,7 @@ func (n *node) createFile(ctx context.Context, name string, flags, mode uint32, 
 		return nil, nil, errno
 	}
 	flags &^= syscall.O_APPEND
-	fd, err := n.v.openAt(rel, int(flags)|unix.O_CREAT, mode)
+	fd, err := n.v.openAt(rel, readableWrites(flags)|unix.O_CREAT, mode)
 	if err != nil {
 		return nil, nil, gofs.ToErrno(err)
 	}
@@ -448,7 +468,8 @@ func (n *node) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 
 // setattrPath changes the attributes of the node's backing file by
 // path, for a setattr without a file handle: mode, owner, size, then
-// times (an explicit mtime is not clobbered by the truncate).
+// times (an explicit mtime is not clobbered by the truncate); out gets
+// the attributes it leaves.
 func (n *node) setattrPath(in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	rel, errno := n.path()
 	if errno != 0 {
@@ -459,7 +480,7 @@ func (n *node) setattrPath(in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno 
 		// descriptor.
 		rel = "."
 	}
-	errno = n.v.inParent(rel, func(dirfd int, name string) error {
+	return n.v.inParent(rel, func(dirfd int, name string) error {
 		if m, ok := in.GetMode(); ok {
 			if err := chmodNoFollow(dirfd, name, m); err != nil {
 				return err
@@ -509,15 +530,18 @@ func (n *node) setattrPath(in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno 
 				return err
 			}
 		}
-		return nil
+		st, _, err := stat(dirfd, name, 0)
+		if err == nil {
+			out.FromStat(&st)
+		}
+		return err
 	})
-	if errno != 0 {
-		return errno
-	}
-	return n.attr(out)
 }
 
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if attr == "security.capability" && n.capsUnset.Load() {
+		return 0, syscall.ENODATA
+	}
 	rel, errno := n.path()
 	if errno != 0 {
 		return 0, errno

@@ -37,16 +37,41 @@ func (v *View) stored(h *handle, added int64) {
 	v.mu.Lock()
 	v.blobBytes += added
 	h.stored = true
+	if size, ok := v.waiting[h]; ok {
+		delete(v.waiting, h)
+		v.waitingBytes -= size
+		h.n.waitingBytes.Add(-size)
+	}
 	v.mu.Unlock()
+}
+
+// waits moves h, released with its capture queued, from the files open
+// for writing to those waiting for their capture, counting its size now,
+// size (no handle writes it any more).
+func (v *View) waits(h *handle, size int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if h.stored {
+		return
+	}
+	delete(v.open, h)
+	v.waiting[h] = size
+	v.waitingBytes += size
+	h.n.waitingBytes.Add(size)
 }
 
 // pendingLocked is the size now of every file open for writing whose
 // release has not been captured yet, but for handles of the inode skip
 // (nil: none): content the store will take when the kernel sends the
 // release, which it does after close returns, so an open or a write
-// that follows a close may arrive first. Called with v.mu held.
+// that follows a close may arrive first. A released file whose capture
+// waits counts with its size at the release (View.waiting); a file
+// still open is asked its size now. Called with v.mu held.
 func (v *View) pendingLocked(skip *gofs.Inode) int64 {
-	var n int64
+	n := v.waitingBytes
+	if skip != nil {
+		n -= skip.Operations().(*node).waitingBytes.Load()
+	}
 	for h := range v.open {
 		if h.stored || (skip != nil && h.inode == skip) {
 			continue

@@ -81,22 +81,33 @@
 //     naming the cause, then as Unmount. The journal is complete up to
 //     the moment of the cut and verifies like any other.
 //   - The serving process dies (kill -9, power loss): the records of the
-//     last batch interval at most are lost; the file ends in whole
+//     last batch interval at most are lost, and those of captures still
+//     waiting (see "Capture"); the file ends in whole
 //     records, or in one torn line. journal.Recover seals it at the next
 //     start: cut at the last complete record, an interrupted record,
 //     releases for the files whose content in the backing directory
-//     differs from the records' (a file still open at the crash), and an
+//     differs from the records' (a file still open at the crash, or one
+//     whose capture waited: the file still holds that content), and an
 //     unmount record with the tree those records account for. Paths made,
 //     removed or renamed in the lost batch are not in that tree.
 //
 // # Modes
 //
-// In ModeContent (the default) reads and writes use FUSE passthrough: the
-// kernel sends them straight to the backing file and they never reach
-// fsmon, so I/O runs at native speed. fsmon still sees every open for
-// writing, create, setattr, rename, unlink and release, and records the
-// file's content hash at each release of a written file (and, for files
-// still open, at unmount). A shared mmap write reaches the backing file
+// In ModeContent (the default) writes and most reads use FUSE
+// passthrough: the kernel sends them straight to the backing file and
+// they never reach fsmon, so I/O runs at native speed. Read-only opens
+// of files up to 128 KiB use the kernel's page cache instead, kept from
+// one open to the next: a file read again (a second grep, a test run's
+// imports) costs an OPEN and a RELEASE and no GETATTR, which a read
+// with passthrough costs at the next stat (the kernel forgets the
+// file's atime), and no system call of fsmon's (a file's read-only
+// opens share one backing descriptor, kept open after them). The kernel refuses to have a file open both ways at
+// once, so an open for writing of a file open through the page cache
+// goes through the page cache too: its writes reach fsmon and are
+// journaled as in writes mode (iomode_linux.go). fsmon still sees every
+// open for writing, create, setattr, rename, unlink and release, and
+// records the file's content hash at each release of a written file
+// (and, for files still open, at unmount). A shared mmap write reaches the backing file
 // through passthrough and is captured at the release that follows
 // munmap and close. The kernel sends a release after close has returned,
 // so a release can race with what the agent does next (a truncate by
@@ -106,6 +117,25 @@
 //
 // In ModeWrites passthrough is off and every write is recorded with its
 // offset and length (content is still captured at release).
+//
+// # Capture
+//
+// In both modes the capture of a release (reading the file, hashing
+// it, storing a new blob, the release record) is done after the
+// RELEASE has been answered, by a goroutine of the view, in the order
+// the releases came, and not on the CPU time the agent's next requests
+// wait for. It waits only while nothing can change the file under it
+// unrecorded, and only for files up to 1 MiB: a release of a larger
+// file, or of a file that another handle still has open for writing, is
+// captured in its request, and whatever could change a
+// file or its name first finishes that file's waiting captures (an
+// open for writing, a create of a name that exists, a setattr, a
+// setxattr or removexattr, an unlink of it, a rename over it), as do
+// Stats, UnmountInterrupted before its interrupted record, and Unmount.
+// So a file's release record precedes every later record of that
+// file, and holds the file's content at the release; a rename of the
+// file itself does not wait, and the record names the file as named at
+// its place in the journal (capture_linux.go).
 //
 // # Policy
 //

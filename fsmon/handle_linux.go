@@ -3,7 +3,6 @@ package fsmon
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,10 +16,26 @@ import (
 	"benchd.dev/fsmon/journal"
 )
 
-// readHandle is a file open read-only. Reads go through passthrough (or
-// the loopback); ioctls are refused.
+// readHandle is a file open read-only. Reads go through passthrough or
+// the kernel's page cache (see iomode_linux.go); ioctls are refused.
 type readHandle struct {
 	*gofs.LoopbackFile
+	n    *node
+	mode ioMode
+	// shared is set when the backing file is the node's shared one
+	// (iomode_linux.go).
+	shared bool
+}
+
+// Release uncounts the open and closes the backing file, or ends its
+// use of the node's shared one.
+func (h *readHandle) Release(ctx context.Context) syscall.Errno {
+	h.n.release(ctx, h.mode)
+	if h.shared {
+		h.n.closeShared()
+		return 0
+	}
+	return h.LoopbackFile.Release(ctx)
 }
 
 // Ioctl is refused: forwarded to the backing descriptor, an ioctl such
@@ -36,6 +51,8 @@ type handle struct {
 	*gofs.LoopbackFile
 	v     *View
 	inode *gofs.Inode
+	n     *node  // the node of inode
+	mode  ioMode // how the kernel does the handle's I/O
 	// The opener, recorded on the release when the kernel sends it
 	// without a caller.
 	pid, uid uint32
@@ -45,6 +62,9 @@ type handle struct {
 
 	mu       sync.Mutex
 	captured bool
+	// closeOnce closes the backing file after the release's capture
+	// (finish).
+	closeOnce sync.Once
 	// stored is set, under View.mu, once the release's capture has
 	// counted what it added to the blob store: until then the file's
 	// size counts against the budget as pending (View.reserve).
@@ -64,15 +84,36 @@ func (h *handle) setLastName(p string) {
 	h.nameMu.Unlock()
 }
 
-// newHandle wraps a file just opened for writing; opened is the record
-// of the open (or create), which names the opener and the decision.
-func (v *View) newHandle(lf *gofs.LoopbackFile, in *gofs.Inode, opened journal.Record) *handle {
-	h := &handle{LoopbackFile: lf, v: v, inode: in, decision: opened.Decision, lastName: opened.Path}
+// newHandle wraps a file of node n just opened for writing in mode m;
+// opened is the record of the open (or create), which names the opener
+// and the decision. The handle given to the bridge is fileHandle's.
+func (v *View) newHandle(lf *gofs.LoopbackFile, n *node, m ioMode, opened journal.Record) *handle {
+	h := &handle{LoopbackFile: lf, v: v, inode: n.EmbeddedInode(), n: n, mode: m, decision: opened.Decision, lastName: opened.Path}
 	h.pid, h.uid, h.comm = opened.PID, opened.UID, opened.Comm
 	v.mu.Lock()
 	v.open[h] = struct{}{}
 	v.mu.Unlock()
 	return h
+}
+
+// fileHandle is the handle the bridge gets for h: one without a
+// passthrough descriptor when the kernel is to use its page cache.
+func (h *handle) fileHandle() gofs.FileHandle {
+	if h.mode == viaCache {
+		return &cachedWrite{handle: h}
+	}
+	return h
+}
+
+// writeHandle returns the handle of a file open for writing inside f.
+func writeHandle(f gofs.FileHandle) (*handle, bool) {
+	switch h := f.(type) {
+	case *handle:
+		return h, true
+	case *cachedWrite:
+		return h.handle, true
+	}
+	return nil, false
 }
 
 // unwrap returns the loopback file inside one of our handles, which the
@@ -81,7 +122,11 @@ func unwrap(f gofs.FileHandle) gofs.FileHandle {
 	switch h := f.(type) {
 	case *handle:
 		return h.LoopbackFile
+	case *cachedWrite:
+		return h.LoopbackFile
 	case *readHandle:
+		return h.LoopbackFile
+	case *cachedRead:
 		return h.LoopbackFile
 	}
 	return f
@@ -194,13 +239,15 @@ func (h *handle) Allocate(ctx context.Context, off uint64, size uint64, mode uin
 	return errno
 }
 
-// Release captures the file's content, then closes the backing file.
+// Release queues the capture of the file's content, or captures it at
+// once when it may not wait (capture_linux.go); the backing file is
+// closed after the capture.
 func (h *handle) Release(ctx context.Context) syscall.Errno {
-	h.capture(ctx, false)
-	h.v.mu.Lock()
-	delete(h.v.open, h)
-	h.v.mu.Unlock()
-	return h.LoopbackFile.Release(ctx)
+	h.n.release(ctx, h.mode)
+	if !h.v.deferCapture(h) {
+		h.finish(ctx)
+	}
+	return 0
 }
 
 // capture stores the file's current content as a blob and journals a
@@ -247,6 +294,7 @@ func (h *handle) capture(ctx context.Context, atUnmount bool) {
 		return
 	}
 	rec.SHA256, rec.Size = sum, size
+	h.n.size.Store(size)
 	h.record(ctx, rec, 0)
 }
 
@@ -264,40 +312,62 @@ func (v *View) store(fd int) (string, int64, syscall.Errno) {
 
 // storeIn is store into blobs.
 func (v *View) storeIn(blobs *journal.Blobs, fd int) (string, int64, syscall.Errno) {
-	// Reopen through /proc: the descriptor may be write-only.
-	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", 0, errnoOf(err)
-	}
-	f := os.NewFile(uintptr(rfd), "blob")
-	defer f.Close()
 	var st unix.Stat_t
-	if err := unix.Fstat(rfd, &st); err != nil {
+	if err := unix.Fstat(fd, &st); err != nil {
 		return "", 0, errnoOf(err)
 	}
 	if st.Size <= smallBlob {
-		// One byte more than the size: a file that grew since is
-		// streamed.
+		// Read with pread, which leaves the descriptor's offset
+		// alone. One byte more than the size: a file that grew since
+		// is streamed. A write-only descriptor (EBADF) is reopened.
 		buf := make([]byte, max(st.Size, 0)+1)
-		n, err := io.ReadFull(f, buf)
+		n, err := preadFull(fd, buf)
 		switch {
-		case err == io.EOF || err == io.ErrUnexpectedEOF:
+		case err == nil && n < len(buf):
 			sum, err := blobs.PutBytes(buf[:n])
 			if err != nil {
 				v.log.Error("unable to capture content", "err", err)
 				return "", 0, syscall.EIO
 			}
 			return sum, int64(n), 0
-		case err != nil:
+		case err != nil && err != unix.EBADF:
 			return "", 0, errnoOf(err)
 		}
 	}
+	// Reopen through /proc: the descriptor may be write-only, and the
+	// copy moves the offset.
+	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", 0, errnoOf(err)
+	}
+	f := os.NewFile(uintptr(rfd), "blob")
+	defer f.Close()
 	sum, size, err := blobs.PutOpenFile(f) // from the start, holes kept
 	if err != nil {
 		v.log.Error("unable to capture content", "err", err)
 		return "", 0, syscall.EIO
 	}
 	return sum, size, 0
+}
+
+// preadFull reads from fd at offset 0 into buf until buf is full or
+// the file ends, and returns how much it read.
+func preadFull(fd int, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Pread(fd, buf[n:], int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
 }
 
 // pathOf is the current path, relative to the workspace, of the backing

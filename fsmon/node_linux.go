@@ -6,7 +6,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -22,6 +22,27 @@ import (
 type node struct {
 	*gofs.LoopbackNode
 	v *View
+	// modes counts the node's open handles by how the kernel does
+	// their I/O (iomode_linux.go).
+	modes openModes
+	// size is the file's size when the view last saw it: it picks
+	// how a read-only open reads (cachedMax).
+	size atomic.Int64
+	// shared is the backing file the node's handles that read
+	// through the page cache share (iomode_linux.go).
+	shared sharedRead
+	// writers counts the node's handles open for writing and holds
+	// its releases whose capture waits (capture_linux.go);
+	// waitingBytes is their size (View.waiting).
+	writers      writers
+	waitingBytes atomic.Int64
+	// capsUnset is set when the file is known to have no
+	// security.capability xattr: the view created it, and set no xattr
+	// on it since. The kernel asks for that xattr before the first
+	// write to a file (to drop file capabilities), so every file an
+	// agent writes anew costs a GETXATTR round trip; the view answers
+	// it without reading the backing file.
+	capsUnset atomic.Bool
 }
 
 var (
@@ -90,92 +111,6 @@ func (v *View) who(ctx context.Context, r *journal.Record) {
 	r.PID, r.Comm = v.callers.process(c.Pid)
 }
 
-// callers maps thread ids to processes. A journaled operation reads the
-// caller's /proc/TID/stat (its command name and start time) and looks
-// its thread group up here by thread id and start time, which together
-// name one thread for the life of the system; only a thread not seen
-// before costs a read of /proc/TID/status, which formats the whole
-// memory and capability state and is about three times as slow.
-type callers struct {
-	mu   sync.Mutex
-	tgid map[callerKey]uint32
-}
-
-type callerKey struct {
-	tid   uint32
-	start uint64 // clock ticks after boot
-}
-
-// maxCallers bounds the table; it is emptied when full.
-const maxCallers = 4096
-
-// process maps a thread id to its process id and command name. A thread
-// that is gone keeps its id and gets no name.
-func (c *callers) process(tid uint32) (uint32, string) {
-	if tid == 0 {
-		return 0, ""
-	}
-	dir := "/proc/" + strconv.FormatUint(uint64(tid), 10)
-	b, err := os.ReadFile(dir + "/stat")
-	if err != nil {
-		return tid, ""
-	}
-	name, start, ok := parseStat(b)
-	if !ok {
-		return tid, ""
-	}
-	key := callerKey{tid, start}
-	c.mu.Lock()
-	pid, ok := c.tgid[key]
-	c.mu.Unlock()
-	if ok {
-		return pid, name
-	}
-	b, err = os.ReadFile(dir + "/status")
-	if err != nil {
-		return tid, name
-	}
-	pid, found := tid, false
-	for _, line := range strings.SplitN(string(b), "\n", 8) {
-		if k, v, _ := strings.Cut(line, ":"); k == "Tgid" {
-			if n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil {
-				pid, found = uint32(n), true
-			}
-		}
-	}
-	if found {
-		c.mu.Lock()
-		if c.tgid == nil || len(c.tgid) >= maxCallers {
-			c.tgid = make(map[callerKey]uint32)
-		}
-		c.tgid[key] = pid
-		c.mu.Unlock()
-	}
-	return pid, name
-}
-
-// parseStat returns the command name (field 2) and start time (field
-// 22) of a /proc/TID/stat line. The name is in parentheses and may hold
-// spaces and parentheses itself, so the fields after it are found from
-// the last ')'.
-func parseStat(b []byte) (name string, start uint64, ok bool) {
-	s := string(b)
-	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || end < open {
-		return "", 0, false
-	}
-	// After ") ": state is field 3, so start time is the 20th field.
-	fields := strings.Fields(s[end+1:])
-	if len(fields) < 20 {
-		return "", 0, false
-	}
-	start, err := strconv.ParseUint(fields[19], 10, 64)
-	if err != nil {
-		return "", 0, false
-	}
-	return s[open+1 : end], start, true
-}
-
 func result(errno syscall.Errno) string {
 	if errno == 0 {
 		return "ok"
@@ -233,14 +168,20 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, n.refuse(ctx, rec, syscall.EPERM)
 	}
 	// CREATE may open a file that exists (without O_EXCL): only a new
-	// one is an entry more.
+	// one is an entry more. With O_EXCL it fails on one that exists,
+	// and gives its entry back.
 	var entries int64
-	if !n.v.exists(rec.Path) {
+	if flags&syscall.O_EXCL != 0 || !n.v.exists(rec.Path) {
 		entries = 1
 	}
 	d, errno := n.admit(ctx, rec, cost{entries: entries, writing: true}, rec.Path)
 	if errno != 0 {
 		return nil, nil, 0, errno
+	}
+	if entries == 0 {
+		// An existing file (O_TRUNC may empty it) whose node the
+		// bridge replaces: none of its captures may wait.
+		n.v.flushAll()
 	}
 	ch, fh, errno := n.createFile(ctx, name, flags, mode, out)
 	if errno == 0 && entries == 1 {
@@ -258,37 +199,58 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		n.v.addFiles(-entries)
 		return nil, nil, 0, errno
 	}
-	return ch, n.v.newHandle(fh, ch, rec), 0, 0
+	// The bridge registers ch as the node of the new file (a create
+	// replaces any node of the same identity), so its counts are the
+	// kernel's inode's.
+	cn := ch.Operations().(*node)
+	if entries == 1 {
+		// A new file has no xattrs (capsUnset).
+		cn.capsUnset.Store(true)
+	}
+	cn.beginWrite()
+	iom, fl := cn.openWrite()
+	return ch, n.v.newHandle(fh, cn, iom, rec).fileHandle(), fl, 0
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	writing := flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0
 	if !writing {
+		mode, fl := n.openRead()
+		if mode == viaCache {
+			fh, errno := n.openShared()
+			if errno != 0 {
+				n.closed(mode)
+				return nil, 0, errno
+			}
+			return &cachedRead{readHandle: &readHandle{LoopbackFile: fh, n: n, mode: mode, shared: true}}, fl, 0
+		}
 		fh, errno := n.openFile(flags)
 		if errno != 0 {
+			n.closed(mode)
 			return nil, 0, errno
 		}
-		// Keep the page cache (it matters without passthrough, in
-		// writes mode): every write to the file goes through this
-		// kernel, which keeps the cache current.
-		return &readHandle{fh}, fuse.FOPEN_KEEP_CACHE, 0
+		return &readHandle{LoopbackFile: fh, n: n, mode: mode}, fl, 0
 	}
 	rec := journal.Record{Op: journal.OpOpen, Path: n.rel(), Flags: flags}
 	d, errno := n.admit(ctx, rec, cost{writing: true}, rec.Path)
 	if errno != 0 {
 		return nil, 0, errno
 	}
+	n.beginWrite()
+	mode, fl := n.openWrite()
 	fh, errno := n.openFile(flags)
 	rec.Decision = d
 	rec = n.record(ctx, rec, errno)
 	if errno != 0 {
+		n.closed(mode)
+		n.endWrite()
 		return nil, 0, errno
 	}
 	if flags&syscall.O_TRUNC != 0 {
 		tr := journal.Record{Op: journal.OpTruncate, Path: rec.Path, Decision: d, PID: rec.PID, UID: rec.UID, Comm: rec.Comm, Result: "ok"}
 		n.v.append(tr)
 	}
-	return n.v.newHandle(fh, n.EmbeddedInode(), rec), 0, 0
+	return n.v.newHandle(fh, n, mode, rec).fileHandle(), fl, 0
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -404,6 +366,9 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 		return errno
 	}
 	child := n.GetChild(name)
+	if child != nil {
+		child.Operations().(*node).flushCaptures()
+	}
 	n.v.renameMu.Lock()
 	defer n.v.renameMu.Unlock()
 	errno = n.unlinkAt(rec.Path, 0)
@@ -470,6 +435,10 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	d, errno := n.admit(ctx, rec, cost{}, paths...)
 	if errno != 0 {
 		return errno
+	}
+	if target := np.GetChild(newName); target != nil {
+		// The name's file loses it.
+		target.Operations().(*node).flushCaptures()
 	}
 	n.v.renameMu.Lock()
 	defer n.v.renameMu.Unlock()
@@ -570,6 +539,7 @@ func (n *node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 }
 
 func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	n.flushCaptures()
 	p, named := n.v.relOf(n.EmbeddedInode())
 	var recs []journal.Record
 	if sz, ok := in.GetSize(); ok {
@@ -609,7 +579,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		d     journal.Decision
 		errno syscall.Errno
 	)
-	if h, ok := f.(*handle); ok && !named {
+	if h, ok := writeHandle(f); ok && !named {
 		// A file with no name left, changed through a descriptor open
 		// for writing: the policy decided at open.
 		d = h.decision
@@ -636,7 +606,7 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 			return n.v.hitCap(ctx, recs[0], journal.CapBlobBytes, syscall.EFBIG)
 		}
 	}
-	if _, viaHandle := f.(*handle); sized && sz > 0 && named && !viaHandle {
+	if _, viaHandle := writeHandle(f); sized && sz > 0 && named && !viaHandle {
 		// A truncate by path (truncate(2)) to a size other than 0: no
 		// release of a handle follows with the content it leaves, so
 		// its record carries that content. Renames wait, so the path
@@ -674,6 +644,7 @@ func (n *node) setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	}
 	if errno == 0 {
 		out.SetTimeout(n.v.cfg.CacheTimeout)
+		n.size.Store(int64(out.Size))
 	}
 	return errno
 }
@@ -692,6 +663,8 @@ func (n *node) recordAll(ctx context.Context, recs []journal.Record, d journal.D
 }
 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	n.flushCaptures()
+	n.capsUnset.Store(false)
 	rec := journal.Record{Op: journal.OpSetxattr, Path: n.rel(), Name: attr, Size: int64(len(data)), Flags: flags}
 	d, errno := n.admit(ctx, rec, cost{}, rec.Path)
 	if errno != 0 {
@@ -704,6 +677,7 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 }
 
 func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	n.flushCaptures()
 	rec := journal.Record{Op: journal.OpRemovexattr, Path: n.rel(), Name: attr}
 	d, errno := n.admit(ctx, rec, cost{}, rec.Path)
 	if errno != 0 {
@@ -724,7 +698,7 @@ func (n *node) CopyFileRange(ctx context.Context, fhIn gofs.FileHandle, offIn ui
 		d     journal.Decision
 		errno syscall.Errno
 	)
-	h, isHandle := fhOut.(*handle)
+	h, isHandle := writeHandle(fhOut)
 	if isHandle && !named {
 		// The output has no name left: the policy decided at its open.
 		d = h.decision

@@ -113,6 +113,15 @@ type View struct {
 	// truncate that follows the close read and record the new content,
 	// and then record the older one last. Striped by inode number.
 	contentMu [64]sync.Mutex
+	// releasing holds the opens to uncount when their RELEASE is
+	// finished, by the request's cancel channel (node.release).
+	releasing sync.Map
+	// captures holds the releases whose capture waits
+	// (capture_linux.go).
+	captures captureQueue
+	// shared counts the nodes' shared read-only backing files
+	// (iomode_linux.go).
+	shared sharedFiles
 
 	// blobs is the journal's blob store, counting what the view adds.
 	blobs *journal.Blobs
@@ -122,14 +131,19 @@ type View struct {
 	mu sync.Mutex
 	// open holds every file handle open for writing, for capture at
 	// unmount.
-	open      map[*handle]struct{}
-	records   int64
-	denied    int64
-	files     int64 // entries of the tree, reserved ones included
-	blobBytes int64 // bytes of the blobs the view added
-	capsHit   []string
-	unmounted bool
-	err       error // first journal error; the view refuses writes after it
+	open map[*handle]struct{}
+	// waiting holds the handles released whose capture waits
+	// (capture_linux.go), with their size at the release;
+	// waitingBytes is the sum.
+	waiting      map[*handle]int64
+	waitingBytes int64
+	records      int64
+	denied       int64
+	files        int64 // entries of the tree, reserved ones included
+	blobBytes    int64 // bytes of the blobs the view added
+	capsHit      []string
+	unmounted    bool
+	err          error // first journal error; the view refuses writes after it
 	// The trees at mount and at unmount, for the changeset.
 	initial, final journal.Tree
 }
@@ -191,8 +205,9 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 		return nil, err
 	}
 
-	v := &View{cfg: cfg, backing: backing, backingReal: backingReal, open: map[*handle]struct{}{}, log: cfg.Logger.With("component", "fsmon", "mountpoint", mnt)}
+	v := &View{cfg: cfg, backing: backing, backingReal: backingReal, open: map[*handle]struct{}{}, waiting: map[*handle]int64{}, log: cfg.Logger.With("component", "fsmon", "mountpoint", mnt)}
 	v.maxBlobBytes = BlobFactor * cfg.StorageBytes
+	v.shared.max = maxSharedFiles()
 	v.blobs = &journal.Blobs{Dir: cfg.Journal.Blobs().Dir, Added: v.blobAdded}
 	initial, err := journal.SnapshotTree(backing, v.blobs)
 	if err != nil {
@@ -254,7 +269,7 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 	if cfg.Mode == ModeWrites {
 		opts.MountOptions.DisabledCapabilities |= fuse.CAP_PASSTHROUGH
 	}
-	raw := &rawView{RawFileSystem: fs.NewNodeFS(v.root, opts)}
+	raw := &rawView{RawFileSystem: fs.NewNodeFS(v.root, opts), v: v}
 	server, err := fuse.NewServer(raw, mnt, &opts.MountOptions)
 	if err != nil {
 		v.rootFile.Close()
@@ -273,6 +288,7 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 		return nil, fmt.Errorf("unable to mount %s: %w", mnt, err)
 	}
 	v.server = server
+	v.startCaptures()
 	return v, nil
 }
 
@@ -291,6 +307,14 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 // at the kernel's offset (the backing file system's own cookie).
 type rawView struct {
 	fuse.RawFileSystem
+	v *View
+}
+
+// Release finishes the RELEASE of a file, then uncounts its open
+// (iomode_linux.go).
+func (r *rawView) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	r.RawFileSystem.Release(cancel, in)
+	r.v.released(cancel)
 }
 
 func (r *rawView) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
@@ -374,8 +398,10 @@ func IsMountpoint(dir string) (bool, error) {
 	return false, nil
 }
 
-// Stats returns the view's counters.
+// Stats returns the view's counters, after finishing the captures of
+// the releases the view has received.
 func (v *View) Stats() Stats {
+	v.flushAll()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return Stats{Records: v.records, Denied: v.denied, Files: v.files, BlobBytes: v.blobBytes, Caps: append([]string(nil), v.capsHit...)}
@@ -394,6 +420,11 @@ func (v *View) Unmount(ctx context.Context) error {
 		return nil
 	}
 	v.unmounted = true
+	v.mu.Unlock()
+	// The releases received are captured as releases, not as files
+	// still open.
+	v.stopCaptures()
+	v.mu.Lock()
 	open := make([]*handle, 0, len(v.open))
 	for h := range v.open {
 		open = append(open, h)
@@ -424,6 +455,8 @@ func (v *View) Unmount(ctx context.Context) error {
 	if err := v.cfg.Journal.Flush(); err != nil {
 		errs = append(errs, err)
 	}
+	v.callers.close()
+	v.closeShared()
 	return errors.Join(errs...)
 }
 
@@ -438,6 +471,8 @@ func (v *View) UnmountInterrupted(ctx context.Context, cause string) error {
 	if done {
 		return nil
 	}
+	// The releases received before the cut are recorded before it.
+	v.flushAll()
 	ierr := v.append(journal.Record{Op: journal.OpInterrupted, Name: cause, Result: "ok"})
 	return errors.Join(ierr, v.Unmount(ctx))
 }

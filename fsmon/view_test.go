@@ -895,3 +895,31 @@ func TestReleaseOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestCapabilityXattr: a file the view made answers that it has no
+// security.capability without the view reading it, until one is set:
+// then it reads back.
+func TestCapabilityXattr(t *testing.T) {
+	for _, mode := range []fsmon.Mode{fsmon.ModeContent, fsmon.ModeWrites} {
+		t.Run(string(mode), func(t *testing.T) {
+			v := mount(t, mode)
+			p := v.p("src/tool")
+			if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 64)
+			_, err := unix.Getxattr(p, "security.capability", buf)
+			wantErrno(t, "getxattr security.capability of a new file", err, unix.ENODATA)
+			// VFS_CAP_REVISION_2 granting CAP_NET_BIND_SERVICE.
+			caps := []byte{0, 0, 0, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+			if err := unix.Setxattr(p, "security.capability", caps, 0); err != nil {
+				t.Fatal(err)
+			}
+			n, err := unix.Getxattr(p, "security.capability", buf)
+			if err != nil || !bytes.Equal(buf[:n], caps) {
+				t.Fatalf("getxattr after setxattr: got %x (%v), want %x", buf[:n], err, caps)
+			}
+			v.finish()
+		})
+	}
+}

@@ -25,9 +25,12 @@ var (
 
 // Blobs is a content-addressed store of file contents in a directory:
 // the blob of content with hex SHA-256 S is the file Dir/S[:2]/S. Blobs
-// are written once (to a temporary file in Dir, then renamed into place),
-// made read-only and never rewritten, so a Blobs is safe for concurrent
-// use, by several processes too. Blobs are not synced to disk one by one:
+// are written once (to a file with no name, linked into place, where
+// the file system allows it; else to a temporary file in Dir, renamed
+// into place), made read-only and never rewritten, so a Blobs is safe
+// for concurrent use, by several processes too. Content that is in the
+// store already is hashed and not written at all. Blobs are not synced
+// to disk one by one:
 // a blob lost in a power loss shows up as missing when the journal is
 // verified, and Recover cuts an unsealed journal before the first record
 // that names a lost or damaged blob.
@@ -110,17 +113,65 @@ func (b *Blobs) PutFile(path string) (sha string, size int64, err error) {
 // start to the size it has when the copy starts, whatever f's offset.
 // Holes stay holes: on Linux they are found with SEEK_HOLE and neither
 // read nor written (the hash covers their zeros), so a sparse file's
-// blob is as sparse as the file.
+// blob is as sparse as the file. A file of up to smallBlob bytes with
+// no hole is read into memory and stored as PutBytes stores it.
 func (b *Blobs) PutOpenFile(f *os.File) (sha string, size int64, err error) {
+	if p, ok := readSmall(f); ok {
+		sha, err := b.PutBytes(p)
+		return sha, int64(len(p)), err
+	}
 	return b.put(func(tmp *os.File, h hash.Hash) (int64, error) {
 		return copySparse(tmp, f, h)
 	})
 }
 
-// PutBytes stores p and returns its hash.
+// placement is what link did with a blob.
+type placement int
+
+const (
+	unlinked placement = iota // nothing: write a temporary file
+	linked                    // placed it
+	existed                   // found it placed
+)
+
+// smallBlob is the largest content PutOpenFile reads into memory.
+const smallBlob = 1 << 20
+
+// readSmall reads the whole content of the regular file f, from its
+// start, when it is at most smallBlob bytes and has no hole; ok is
+// false otherwise (and for a file that grew while it was read).
+func readSmall(f *os.File) ([]byte, bool) {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() > smallBlob || !dense(st) {
+		return nil, false
+	}
+	// One byte more than the size: a file that grew since is not
+	// read whole.
+	p := make([]byte, st.Size()+1)
+	n, err := f.ReadAt(p, 0)
+	if err != io.EOF || n > int(st.Size()) {
+		return nil, false
+	}
+	return p[:n], true
+}
+
+// PutBytes stores p and returns its hash. Nothing is written when the
+// store has it.
 func (b *Blobs) PutBytes(p []byte) (string, error) {
 	sha := HashBytes(p)
 	if b.Has(sha) {
+		return sha, nil
+	}
+	final, _ := b.Path(sha) // sha is one we computed
+	switch placed, err := b.link(p, final); {
+	case err != nil:
+		return "", fmt.Errorf("unable to store blob: %w", err)
+	case placed == linked:
+		if b.Added != nil {
+			b.Added(sha, int64(len(p)))
+		}
+		return sha, nil
+	case placed == existed:
 		return sha, nil
 	}
 	tmp, err := os.CreateTemp(b.Dir, ".put-*")

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestBlobsPutAndOpen(t *testing.T) {
@@ -111,6 +112,12 @@ func TestBlobsExistingIsNotRewritten(t *testing.T) {
 	for name, put := range map[string]func() error{
 		"Put":      func() error { _, _, err := b.Put(strings.NewReader("same")); return err },
 		"PutBytes": func() error { _, err := b.PutBytes([]byte("same")); return err },
+		"PutFile": func() error {
+			src := filepath.Join(t.TempDir(), "same")
+			os.WriteFile(src, []byte("same"), 0o644)
+			_, _, err := b.PutFile(src)
+			return err
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := put(); err != nil {
@@ -191,6 +198,43 @@ func TestBlobsVerifyFailures(t *testing.T) {
 				t.Errorf("ReadAll: got %v, want %v", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestBlobsStoredBeforeWritesNothing: storing a small file whose
+// content the store has already makes, renames and removes no file in
+// it (each would cost a new inode, and a removed one slows the file
+// system's next allocations): its directories stay unchanged.
+func TestBlobsStoredBeforeWritesNothing(t *testing.T) {
+	b := &Blobs{Dir: t.TempDir()}
+	content := bytes.Repeat([]byte("content "), 1000)
+	sha, err := b.PutBytes(content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "src")
+	if err := os.WriteFile(src, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	blob, _ := b.Path(sha)
+	dirs := []string{b.Dir, filepath.Dir(blob)}
+	var before []time.Time
+	for _, d := range dirs {
+		st, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before = append(before, st.ModTime())
+	}
+	// Past the file system's timestamp granularity.
+	time.Sleep(20 * time.Millisecond)
+	if got, _, err := b.PutFile(src); err != nil || got != sha {
+		t.Fatalf("PutFile: got %s, %v; want %s", got, err, sha)
+	}
+	for i, d := range dirs {
+		if st, err := os.Stat(d); err != nil || !st.ModTime().Equal(before[i]) {
+			t.Errorf("%s changed: a file was made or removed in it", d)
+		}
 	}
 }
 

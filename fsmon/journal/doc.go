@@ -88,9 +88,14 @@
 // # Blobs
 //
 // Blobs is a content-addressed store: the content whose hex SHA-256 is S
-// is the read-only file S[:2]/S in the blob directory. A blob is written
-// to a temporary file, hashed while it is copied, and renamed into place;
-// a blob that exists already is never rewritten. The store holds the
+// is the read-only file S[:2]/S in the blob directory. Content up to 1
+// MiB with no hole is read into memory and hashed first: when its blob
+// exists nothing is written, else it is written to a file with no name
+// (O_TMPFILE, on Linux) and linked into place. Larger content is
+// written to a temporary file, hashed while it is copied, and renamed
+// into place. A blob that exists already is never rewritten; storing
+// the final tree, whose content the releases stored, makes no file at
+// all. The store holds the
 // content of every file of the initial and the final tree (SnapshotTree
 // stores them with the manifest), the content of every file at every
 // release record, and the two manifests.
