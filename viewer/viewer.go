@@ -171,8 +171,7 @@ type Server struct {
 	mux    *http.ServeMux
 
 	mu      sync.Mutex
-	used    bool   // the token was exchanged
-	session string // the session cookie's value, once exchanged
+	session string // the session cookie's value once the token was exchanged, "" before
 }
 
 // New checks cfg and listens on its address.
@@ -219,6 +218,8 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// randomHex is 32 random bytes in hex, never "": an empty session is
+// how exchange knows the token was not used yet.
 func randomHex() string {
 	b := make([]byte, 32)
 	rand.Read(b) // never fails (crypto/rand)
@@ -313,9 +314,9 @@ func (s *Server) sessionOK(r *http.Request) bool {
 func (s *Server) exchange(w http.ResponseWriter, r *http.Request) {
 	given := r.URL.Query().Get("token")
 	s.mu.Lock()
-	ok := !s.used && subtle.ConstantTimeCompare([]byte(given), []byte(s.token)) == 1
+	ok := s.session == "" && subtle.ConstantTimeCompare([]byte(given), []byte(s.token)) == 1
 	if ok {
-		s.used, s.session = true, randomHex()
+		s.session = randomHex()
 		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	}
 	s.mu.Unlock()

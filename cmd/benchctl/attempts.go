@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -153,20 +152,12 @@ func showAttempt(w io.Writer, a apitype.Attempt) {
 	if len(a.Agent.Env) > 0 {
 		p("  env", "%s (values not kept)", strings.Join(a.Agent.Env, ", "))
 	}
-	ex := exitStatus(a)
-	if a.Signal != 0 && a.HasAgentEnd() {
-		ex = fmt.Sprintf("%d (%s)", a.ExitCode, ex)
-	}
-	p("exit status", "%s", ex)
+	p("exit status", "%s", exitText(a))
 	p("timed out", "%s", yesNo(a.TimedOut))
 	p("wall time", "%s", wallTime(a))
 	p("peak memory", "%s (largest process %s)", formatBytes(a.PeakMemoryBytes), formatBytes(a.MaxRSSBytes))
-	if l := a.Limits; l != nil {
-		cpus := "no CPU quota"
-		if l.CPUs > 0 {
-			cpus = strconv.FormatFloat(l.CPUs, 'f', -1, 64) + " CPUs"
-		}
-		p("limits", "%s wall, %s memory, %s", formatMS(l.TimeoutMS), formatBytes(l.MemoryBytes), cpus)
+	if a.Limits != nil {
+		p("limits", "%s", limitsText(a.Limits))
 	}
 	p("oom killed", "%s", yesNo(a.OOM))
 	p("edits", "%d (denied %d)", a.Edits, a.Denied)

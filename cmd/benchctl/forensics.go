@@ -117,21 +117,33 @@ func (c *CLI) cmdLog(ctx context.Context, args []string) int {
 	return code
 }
 
+// checkedJournal reads attempt id and its journal and checks the
+// journal's chain against the attempt's head: problem is what checkChain
+// says is wrong, "" when nothing is. An error is one reading them (the
+// attempt is returned when it was read). journalLog and diff both start
+// here.
+func (c *CLI) checkedJournal(ctx context.Context, id string) (a apitype.Attempt, recs []journal.Record, problem string, err error) {
+	a, err = c.api().Attempt(ctx, id)
+	if err != nil {
+		return a, nil, "", err
+	}
+	recs, err = c.readJournal(ctx, id)
+	if err != nil {
+		return a, nil, "", err
+	}
+	return a, recs, checkChain(a, recs), nil
+}
+
 // journalLog reads attempt id and its journal and checks the journal's
 // chain against the attempt's head: the records (only the denied ones
 // when deniedOnly), the journal's length, and in Problem what is wrong
 // with the chain. An error is one reading them; a *journal.ParseError
 // says the journal is damaged. benchctl log and benchctl view show it.
 func (c *CLI) journalLog(ctx context.Context, id string, deniedOnly bool) (apitype.Attempt, logResult, int, error) {
-	a, err := c.api().Attempt(ctx, id)
+	a, recs, problem, err := c.checkedJournal(ctx, id)
 	if err != nil {
 		return a, logResult{}, 0, err
 	}
-	recs, err := c.readJournal(ctx, id)
-	if err != nil {
-		return a, logResult{}, 0, err
-	}
-	problem := checkChain(a, recs)
 	res := logResult{Attempt: id, Verified: problem == "", Problem: problem, Records: []journal.Record{}}
 	if len(recs) > 0 {
 		res.Head = recs[len(recs)-1].Hash
@@ -345,14 +357,12 @@ func (e *damagedError) Unwrap() error { return e.err }
 // or the tree. A journal that does not check or replay is a
 // *damagedError. benchctl diff and benchctl view show it.
 func (c *CLI) diff(ctx context.Context, id string, opt diffOptions) (diffResult, error) {
-	a, err := c.api().Attempt(ctx, id)
+	a, recs, problem, err := c.checkedJournal(ctx, id)
 	if err != nil {
 		return diffResult{}, err
 	}
-	recs, err := c.readJournal(ctx, id)
-	if err != nil {
-		return diffResult{}, err
-	}
+	// An empty journal and an --at past its end are told before a broken
+	// chain.
 	if len(recs) == 0 {
 		return diffResult{}, fmt.Errorf("the journal of %s is empty", id)
 	}
@@ -360,7 +370,7 @@ func (c *CLI) diff(ctx context.Context, id string, opt diffOptions) (diffResult,
 	if opt.at > last.Seq {
 		return diffResult{}, fmt.Errorf("--at %d: the journal of %s ends at record %d", opt.at, id, last.Seq)
 	}
-	if problem := checkChain(a, recs); problem != "" {
+	if problem != "" {
 		return diffResult{}, &damagedError{errors.New(problem)}
 	}
 	dir, err := os.MkdirTemp("", "benchctl-blobs-")

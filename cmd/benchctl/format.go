@@ -114,6 +114,28 @@ func exitStatus(a apitype.Attempt) string {
 	return fmt.Sprint(a.ExitCode)
 }
 
+// exitText is exitStatus with the recorded exit code in front when a
+// signal ended the agent, "-1 (signal 9)", as show and the viewer print
+// it.
+func exitText(a apitype.Attempt) string {
+	ex := exitStatus(a)
+	if a.Signal != 0 && a.HasAgentEnd() {
+		ex = fmt.Sprintf("%d (%s)", a.ExitCode, ex)
+	}
+	return ex
+}
+
+// limitsText renders an attempt's limits (l must not be nil) on one
+// line: "10m00s wall, 2.0 GiB memory, 2 CPUs", or "no CPU quota" for
+// the last part when there is none.
+func limitsText(l *apitype.Limits) string {
+	cpus := "no CPU quota"
+	if l.CPUs > 0 {
+		cpus = strconv.FormatFloat(l.CPUs, 'f', -1, 64) + " CPUs"
+	}
+	return fmt.Sprintf("%s wall, %s memory, %s", formatMS(l.TimeoutMS), formatBytes(l.MemoryBytes), cpus)
+}
+
 // wallTime renders the agent's wall time, "none" where it was never
 // measured.
 func wallTime(a apitype.Attempt) string {

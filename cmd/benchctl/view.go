@@ -214,18 +214,11 @@ func utc(t *time.Time) string {
 }
 
 func shown(a apitype.Attempt) shownAttempt {
-	s := shownAttempt{Attempt: normalize(a), Verdict: verdict(a), Exit: exitStatus(a), Wall: wallTime(a),
+	s := shownAttempt{Attempt: normalize(a), Verdict: verdict(a), Exit: exitText(a), Wall: wallTime(a),
 		Peak: formatBytes(a.PeakMemoryBytes), MaxRSS: formatBytes(a.MaxRSSBytes), Purpose: purposeText(a),
 		Created: utc(&a.Created), Started: utc(a.Started), Finished: utc(a.Finished), Args: strings.Join(quoteArgs(a.Agent.Args), " ")}
-	if a.Signal != 0 && a.HasAgentEnd() {
-		s.Exit = fmt.Sprintf("%d (%s)", a.ExitCode, s.Exit)
-	}
-	if l := a.Limits; l != nil {
-		cpus := "no CPU quota"
-		if l.CPUs > 0 {
-			cpus = strconv.FormatFloat(l.CPUs, 'f', -1, 64) + " CPUs"
-		}
-		s.Limits = fmt.Sprintf("%s wall, %s memory, %s", formatMS(l.TimeoutMS), formatBytes(l.MemoryBytes), cpus)
+	if a.Limits != nil {
+		s.Limits = limitsText(a.Limits)
 	}
 	return s
 }
