@@ -63,10 +63,10 @@ type writers struct {
 func (n *node) beginWrite() {
 	n.writers.mu.Lock()
 	n.writers.open++
-	p := n.writers.pending
-	n.writers.pending = nil
 	n.writers.mu.Unlock()
-	finishAll(p)
+	// Counted first: deferCapture queues nothing more for the node
+	// while this open is counted.
+	n.flushCaptures()
 }
 
 // endWrite uncounts an open for writing that failed.

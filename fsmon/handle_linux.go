@@ -20,18 +20,18 @@ import (
 // the kernel's page cache (see iomode_linux.go); ioctls are refused.
 type readHandle struct {
 	*gofs.LoopbackFile
-	n    *node
-	mode ioMode
-	// shared is set when the backing file is the node's shared one
+	n *node
+	// mode is how the kernel does the handle's I/O; a handle read
+	// through the page cache uses the node's shared backing file
 	// (iomode_linux.go).
-	shared bool
+	mode ioMode
 }
 
 // Release uncounts the open and closes the backing file, or ends its
 // use of the node's shared one.
 func (h *readHandle) Release(ctx context.Context) syscall.Errno {
 	h.n.release(ctx, h.mode)
-	if h.shared {
+	if h.mode == viaCache {
 		h.n.closeShared()
 		return 0
 	}
@@ -298,8 +298,9 @@ func (h *handle) capture(ctx context.Context, atUnmount bool) {
 	h.record(ctx, rec, 0)
 }
 
-// smallBlob is the largest content that capture reads into memory.
-const smallBlob = 1 << 20
+// smallBlob is the largest content that capture reads into memory, as
+// the blob store does.
+const smallBlob = journal.SmallBlob
 
 // store puts the content of the backing file open at fd into the blob
 // store. Content up to smallBlob is read into memory and written only
@@ -319,7 +320,8 @@ func (v *View) storeIn(blobs *journal.Blobs, fd int) (string, int64, syscall.Err
 	if st.Size <= smallBlob {
 		// Read with pread, which leaves the descriptor's offset
 		// alone. One byte more than the size: a file that grew since
-		// is streamed. A write-only descriptor (EBADF) is reopened.
+		// is streamed. The view opens every file it writes read-write
+		// (readableWrites), so fd can be read.
 		buf := make([]byte, max(st.Size, 0)+1)
 		n, err := preadFull(fd, buf)
 		switch {
@@ -330,12 +332,11 @@ func (v *View) storeIn(blobs *journal.Blobs, fd int) (string, int64, syscall.Err
 				return "", 0, syscall.EIO
 			}
 			return sum, int64(n), 0
-		case err != nil && err != unix.EBADF:
+		case err != nil:
 			return "", 0, errnoOf(err)
 		}
 	}
-	// Reopen through /proc: the descriptor may be write-only, and the
-	// copy moves the offset.
+	// Reopen through /proc: the copy moves the offset.
 	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", 0, errnoOf(err)

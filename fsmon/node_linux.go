@@ -222,7 +222,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 				n.closed(mode)
 				return nil, 0, errno
 			}
-			return &cachedRead{readHandle: &readHandle{LoopbackFile: fh, n: n, mode: mode, shared: true}}, fl, 0
+			return &cachedRead{readHandle: &readHandle{LoopbackFile: fh, n: n, mode: mode}}, fl, 0
 		}
 		fh, errno := n.openFile(flags)
 		if errno != 0 {

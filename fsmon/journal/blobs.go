@@ -113,7 +113,7 @@ func (b *Blobs) PutFile(path string) (sha string, size int64, err error) {
 // start to the size it has when the copy starts, whatever f's offset.
 // Holes stay holes: on Linux they are found with SEEK_HOLE and neither
 // read nor written (the hash covers their zeros), so a sparse file's
-// blob is as sparse as the file. A file of up to smallBlob bytes with
+// blob is as sparse as the file. A file of up to SmallBlob bytes with
 // no hole is read into memory and stored as PutBytes stores it.
 func (b *Blobs) PutOpenFile(f *os.File) (sha string, size int64, err error) {
 	if p, ok := readSmall(f); ok {
@@ -134,15 +134,15 @@ const (
 	existed                   // found it placed
 )
 
-// smallBlob is the largest content PutOpenFile reads into memory.
-const smallBlob = 1 << 20
+// SmallBlob is the largest content PutOpenFile reads into memory.
+const SmallBlob = 1 << 20
 
 // readSmall reads the whole content of the regular file f, from its
-// start, when it is at most smallBlob bytes and has no hole; ok is
+// start, when it is at most SmallBlob bytes and has no hole; ok is
 // false otherwise (and for a file that grew while it was read).
 func readSmall(f *os.File) ([]byte, bool) {
 	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() || st.Size() > smallBlob || !dense(st) {
+	if err != nil || !st.Mode().IsRegular() || st.Size() > SmallBlob || !dense(st) {
 		return nil, false
 	}
 	// One byte more than the size: a file that grew since is not
