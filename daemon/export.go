@@ -10,12 +10,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"time"
 
 	"benchd.dev/client/apitype"
 	"benchd.dev/daemon/store"
 	"benchd.dev/fsmon/journal"
+	"benchd.dev/modelgw"
 	"benchd.dev/tasks"
 )
 
@@ -139,12 +139,7 @@ func (s *server) handleExport(w http.ResponseWriter, r *http.Request) error {
 	if werr == nil && len(calls) > 0 {
 		// The bytes apitype.ModelCallsSHA256 hashes, and each call's
 		// messages as stored.
-		var lines bytes.Buffer
-		for _, c := range calls {
-			b, _ := json.Marshal(c)
-			lines.Write(append(b, '\n'))
-		}
-		werr = put(exportModel, lines.Bytes())
+		werr = put(exportModel, apitype.ModelCallsJSONL(calls))
 		for _, c := range calls {
 			for _, resp := range []bool{false, true} {
 				if werr != nil {
@@ -152,7 +147,7 @@ func (s *server) handleExport(w http.ResponseWriter, r *http.Request) error {
 				}
 				var m []byte
 				if m, werr = s.store.ModelMessage(r.Context(), a.ID, c.Seq, resp); werr == nil {
-					werr = put(exportModelIn+modelMessageName(c.Seq, resp), m)
+					werr = put(exportModelIn+modelgw.MessageName(c.Seq, resp), m)
 				}
 			}
 		}
@@ -243,13 +238,4 @@ func taskInfo(t *tasks.Task) (apitype.TaskInfo, error) {
 		Allow:         t.Policy.Allow,
 		Ignore:        t.Policy.Ignore,
 	}, nil
-}
-
-// modelMessageName names a call's stored request or response in an
-// export's model/ (SEQ.request, SEQ.response), as in the work directory.
-func modelMessageName(seq int, response bool) string {
-	if response {
-		return strconv.Itoa(seq) + ".response"
-	}
-	return strconv.Itoa(seq) + ".request"
 }

@@ -19,12 +19,13 @@ import (
 )
 
 // loadModelCalls reads the model calls an attempt's HTTP gateways
-// recorded in its work directory dir, with their stored messages. A
-// message file that is not what its call's hash says (cut by a crash
-// mid-write, or missing) is stored as it is, and the call gets its hash
-// and Truncated: the calls' hash, which the statement signs, binds what
-// is stored.
-func loadModelCalls(dir string) ([]store.ModelCall, []apitype.ModelCall, error) {
+// recorded in its work directory dir, with their stored messages, and
+// their sum and cost at prices. A message file that is not what its
+// call's hash says (cut by a crash mid-write, or missing) is stored as
+// it is, and the call gets its hash and Truncated: the calls' hash,
+// which the statement signs, binds what is stored. An attempt's end
+// (attachModelCalls) and start-up recovery both read them so.
+func loadModelCalls(dir string, prices *modelgw.Prices) ([]store.ModelCall, *apitype.ModelUsage, error) {
 	calls, err := modelgw.ReadLog(dir)
 	if err != nil || len(calls) == 0 {
 		return nil, nil, err
@@ -51,7 +52,7 @@ func loadModelCalls(dir string) ([]store.ModelCall, []apitype.ModelCall, error) 
 		}
 		out[i] = store.ModelCall{Call: *c, Request: req, Response: resp}
 	}
-	return out, calls, nil
+	return out, modelgw.Usage(calls, prices), nil
 }
 
 // readMessage reads a stored message, at most modelgw.MaxMessageBytes;
@@ -69,18 +70,18 @@ func readMessage(path string) ([]byte, error) {
 }
 
 // attachModelCalls reads the calls of the work directory dir and sets
-// a's usage from them (cost at the price table): what an attempt's end
-// and start-up recovery both do before storing the calls.
+// a's usage from them (cost at the price table), for the attempt's end
+// to store them with it.
 func (s *server) attachModelCalls(a *apitype.Attempt, dir string) []store.ModelCall {
 	if dir == "" {
 		return nil
 	}
-	recs, calls, err := loadModelCalls(dir)
+	recs, usage, err := loadModelCalls(dir, s.cfg.Prices)
 	if err != nil {
 		s.log.Warn("unable to read the model calls", "attempt", a.ID, "err", err)
 		return nil
 	}
-	a.Model = modelgw.Usage(calls, s.cfg.Prices)
+	a.Model = usage
 	return recs
 }
 

@@ -46,7 +46,7 @@ func (s *server) handlePrune(w http.ResponseWriter, r *http.Request) error {
 		out.Attempts = []string{}
 	}
 	for _, id := range pr.Attempts {
-		dir := filepath.Join(s.cfg.StateDir, "attempts", id)
+		dir := s.attemptDir(id)
 		if _, err := os.Lstat(dir); err != nil {
 			continue // none, or out of reach: nothing to free
 		}

@@ -13,7 +13,6 @@ import (
 	"benchd.dev/daemon/runs"
 	"benchd.dev/daemon/store"
 	"benchd.dev/fsmon/journal"
-	"benchd.dev/modelgw"
 	"benchd.dev/tasks"
 )
 
@@ -107,14 +106,14 @@ func sealLeftJournal(ctx context.Context, st *store.Store, cfg Config, a apitype
 	// The calls its HTTP gateways recorded, those in progress at the
 	// crash ending as cut short.
 	if stored, err := st.ModelCalls(ctx, a.ID); err == nil && len(stored) == 0 {
-		recs, calls, err := loadModelCalls(dir)
+		recs, usage, err := loadModelCalls(dir, cfg.Prices)
 		if err != nil {
 			log.Warn("unable to read the model calls of an interrupted attempt", "attempt", a.ID, "err", err)
 		} else if len(recs) > 0 {
 			if err := st.SaveModelCalls(ctx, a.ID, recs); err != nil {
 				log.Warn("unable to store the model calls of an interrupted attempt", "attempt", a.ID, "err", err)
 			} else {
-				a.Model = modelgw.Usage(calls, cfg.Prices)
+				a.Model = usage
 			}
 		}
 	}

@@ -54,11 +54,17 @@ const (
 // MessagePath is the stored request (response false) or response of
 // call seq in the work directory dir.
 func MessagePath(dir string, seq int, response bool) string {
-	kind := "request"
+	return filepath.Join(dir, MessagesDir, MessageName(seq, response))
+}
+
+// MessageName is the name of call seq's stored request or response in
+// MessagesDir (SEQ.request, SEQ.response); an export's model/ uses the
+// same names.
+func MessageName(seq int, response bool) string {
 	if response {
-		kind = "response"
+		return strconv.Itoa(seq) + ".response"
 	}
-	return filepath.Join(dir, MessagesDir, strconv.Itoa(seq)+"."+kind)
+	return strconv.Itoa(seq) + ".request"
 }
 
 // RecorderConfig configures a Recorder.

@@ -313,9 +313,7 @@ func (c *countedConn) Write(b []byte) (int, error) {
 func (c *countedConn) Close() error {
 	c.once.Do(func() {
 		c.p.mu.Lock()
-		if c.p.open != nil {
-			delete(c.p.open, c.Conn)
-		}
+		delete(c.p.open, c.Conn)
 		c.p.clients--
 		c.p.mu.Unlock()
 	})

@@ -754,12 +754,19 @@ func ModelCallsSHA256(calls []ModelCall) string {
 	if len(calls) == 0 {
 		return ""
 	}
-	h := sha256.New()
+	sum := sha256.Sum256(ModelCallsJSONL(calls))
+	return hex.EncodeToString(sum[:])
+}
+
+// ModelCallsJSONL is calls encoded as ModelCallsSHA256 hashes them: a
+// JSON line each, in order (an export's model.jsonl).
+func ModelCallsJSONL(calls []ModelCall) []byte {
+	var b []byte
 	for _, c := range calls {
-		b, _ := json.Marshal(c)
-		h.Write(append(b, '\n'))
+		line, _ := json.Marshal(c)
+		b = append(append(b, line...), '\n')
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return b
 }
 
 // ModelLog is an attempt's model calls, in order, and their sum.
