@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,8 +152,6 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // canonicalTaskID checks a task id before it comes near a path and
 // returns it canonical (tasks.CanonicalID: "RT-01" names rt-01).
 func canonicalTaskID(id string) (string, error) {
@@ -169,18 +166,14 @@ func canonicalTaskID(id string) (string, error) {
 }
 
 // validate checks a RunRequest completely, every task of it; nothing is
-// changed before it returns nil.
+// changed before it returns nil. It finds the tasks and checks the run's
+// size and purpose; what one attempt asks is checked by the one
+// validator, runs.Engine.Plan, once for each task.
 func (s *server) validate(req apitype.RunRequest) (submitted, error) {
 	var sub submitted
 	found, err := s.findTasks(req)
 	if err != nil {
 		return sub, err
-	}
-	if req.Agent == "" {
-		return sub, fmt.Errorf("no agent given: %w", errInvalid)
-	}
-	if len(req.Agent) > apitype.MaxAgentBytes {
-		return sub, fmt.Errorf("agent command of %d bytes: at most %d: %w", len(req.Agent), apitype.MaxAgentBytes, errInvalid)
 	}
 	sub.n = req.Attempts
 	if sub.n == 0 {
@@ -193,39 +186,6 @@ func (s *server) validate(req apitype.RunRequest) (submitted, error) {
 		return sub, fmt.Errorf("%d tasks of %d attempts make %d attempts, beyond the queue's limit of %d (benchd --max-queued): %w",
 			len(found), sub.n, total, s.cfg.MaxQueued, errInvalid)
 	}
-	var timeout time.Duration
-	if req.Timeout != "" {
-		if timeout, err = time.ParseDuration(req.Timeout); err != nil {
-			return sub, fmt.Errorf("timeout %q is not a duration such as 90s or 10m: %w", req.Timeout, errInvalid)
-		}
-		if timeout < apitype.MinTimeout || timeout > apitype.MaxTimeout {
-			return sub, fmt.Errorf("timeout %v out of range [%v, %v]: %w", timeout, apitype.MinTimeout, apitype.MaxTimeout, errInvalid)
-		}
-	}
-	if len(req.Env) > apitype.MaxEnvVars {
-		return sub, fmt.Errorf("%d environment variables: at most %d: %w", len(req.Env), apitype.MaxEnvVars, errInvalid)
-	}
-	seen := map[string]bool{}
-	var names []string
-	for _, e := range req.Env {
-		if !envName.MatchString(e.Name) {
-			return sub, fmt.Errorf("environment variable name %q is not valid: %w", e.Name, errInvalid)
-		}
-		if len(e.Value) > apitype.MaxEnvValue {
-			return sub, fmt.Errorf("environment variable %s has a value of %d bytes: at most %d: %w", e.Name, len(e.Value), apitype.MaxEnvValue, errInvalid)
-		}
-		if seen[e.Name] {
-			return sub, fmt.Errorf("environment variable %s given twice: %w", e.Name, errInvalid)
-		}
-		seen[e.Name] = true
-		names = append(names, e.Name)
-	}
-	if err := runs.ParseGateways(req.Gateways); err != nil {
-		return sub, fmt.Errorf("gateways: %w", err)
-	}
-	if len(req.Model) > 256 {
-		return sub, fmt.Errorf("model name longer than 256 bytes: %w", errInvalid)
-	}
 	sub.purpose = req.Purpose
 	if sub.purpose == "" {
 		sub.purpose = apitype.PurposeRun
@@ -233,31 +193,20 @@ func (s *server) validate(req apitype.RunRequest) (submitted, error) {
 	if !apitype.ValidPurpose(sub.purpose) {
 		return sub, fmt.Errorf("purpose %q: want one of %s: %w", req.Purpose, strings.Join(apitype.Purposes, ", "), errInvalid)
 	}
+	timeout, err := runs.ParseTimeout(req.Timeout)
+	if err != nil {
+		return sub, err
+	}
 	sub.env = req.Env
 	for _, task := range found {
-		t := timeout
-		if t == 0 {
-			if t = task.AgentTimeout; t == 0 {
-				t = apitype.DefaultTimeout
-			}
-			if t < apitype.MinTimeout || t > apitype.MaxTimeout {
-				return sub, fmt.Errorf("task %s: timeout %v out of range [%v, %v]: %w", task.ID, t, apitype.MinTimeout, apitype.MaxTimeout, errInvalid)
-			}
-		}
-		// CheckAgent also checks what a preset needs (its gateway, its
-		// key variable) and keeps a preset's default model in the
-		// identity.
-		ident, err := s.engine.CheckAgent(runs.Spec{Task: task, Agent: req.Agent, Env: req.Env, Gateways: req.Gateways, Model: req.Model})
+		plan, err := s.engine.Plan(runs.Spec{Task: task, Agent: req.Agent, Timeout: timeout, Env: req.Env, Gateways: req.Gateways, Model: req.Model})
 		if err != nil {
 			if len(found) > 1 {
-				return sub, fmt.Errorf("agent %q on task %s: %w", req.Agent, task.ID, err)
+				return sub, fmt.Errorf("task %s: %w", task.ID, err)
 			}
-			return sub, fmt.Errorf("agent %q: %w", req.Agent, err)
+			return sub, err
 		}
-		sub.tasks = append(sub.tasks, submittedTask{task: task, identity: ident, spec: queuedSpec{
-			Task: task.ID, Agent: req.Agent, Timeout: t.String(),
-			Gateways: req.Gateways, Model: req.Model, EnvNames: names,
-		}})
+		sub.tasks = append(sub.tasks, submittedTask{task: task, plan: plan})
 	}
 	return sub, nil
 }

@@ -9,10 +9,12 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"benchd.dev/client/apitype"
+	"benchd.dev/daemon/runs"
 	"benchd.dev/daemon/store"
 )
 
@@ -32,7 +34,7 @@ func TestTaskIDAnyCase(t *testing.T) {
 		if err != nil {
 			t.Fatalf("validate task %q: %v", id, err)
 		}
-		if len(sub.tasks) != 1 || sub.tasks[0].task.ID != "rt-01" || sub.tasks[0].spec.Task != "rt-01" {
+		if len(sub.tasks) != 1 || sub.tasks[0].task.ID != "rt-01" || sub.tasks[0].plan.Request.Task != "rt-01" {
 			t.Errorf("validate task %q: got tasks %+v, want rt-01 alone", id, sub.tasks)
 		}
 	}
@@ -99,7 +101,7 @@ func TestValidateTasks(t *testing.T) {
 			}
 			var got []string
 			for _, st := range sub.tasks {
-				got = append(got, st.spec.Task)
+				got = append(got, st.plan.Request.Task)
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got tasks %v, want %v", got, tt.want)
@@ -189,5 +191,39 @@ func TestAttemptRef(t *testing.T) {
 	}
 	if code, _, e := get("beef"); code != 400 || !strings.HasSuffix(strings.SplitN(e.Message, ";", 2)[0], ", ...") || strings.Count(e.Message, "a-beef") != 5 {
 		t.Errorf("beef: got %d %q, want 5 candidates and \"...\"", code, e.Message)
+	}
+}
+
+// TestSubmitReservedEnv: a run that names a variable benchd sets itself
+// (BENCH_PLAN, the plan's path) is refused where it enters, with a 400,
+// and nothing is stored or queued; the engine would refuse it later, and
+// the attempt would end an infra error that an automatic retry repeats.
+func TestSubmitReservedEnv(t *testing.T) {
+	ctx := t.Context()
+	state := t.TempDir()
+	st, err := store.Open(ctx, store.Config{Dir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := &server{cfg: Config{StateDir: state, TasksDir: "../tasks", MaxQueued: 10}, log: slog.New(slog.DiscardHandler),
+		store: st, live: map[string]*liveAttempt{}, secrets: &secretSet{}}
+	s.cond = sync.NewCond(&s.mu)
+	for _, name := range runs.ReservedEnv {
+		body := `{"task":"rt-01","agent":"builtin:null","env":[{"name":"` + name + `","value":"x"}]}`
+		rec := httptest.NewRecorder()
+		s.routes().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/runs", strings.NewReader(body)))
+		var e apitype.Error
+		json.Unmarshal(rec.Body.Bytes(), &e)
+		if rec.Code != http.StatusBadRequest || e.Code != apitype.CodeInvalid || !strings.Contains(e.Message, name) {
+			t.Errorf("env %s: got %d %s %q, want 400 %s naming it", name, rec.Code, e.Code, e.Message, apitype.CodeInvalid)
+		}
+	}
+	all, err := st.ListAttempts(ctx, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 0 || len(s.queue) != 0 {
+		t.Errorf("got %d attempts stored and %d queued, want none", len(all), len(s.queue))
 	}
 }

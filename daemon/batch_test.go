@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"benchd.dev/client/apitype"
+	"benchd.dev/daemon/runs"
 	"benchd.dev/daemon/store"
 	"benchd.dev/tasks"
 )
@@ -50,7 +51,7 @@ func TestRunStatus(t *testing.T) {
 	s := batchServer(t)
 	sub := submitted{n: 1}
 	for _, id := range []string{"rt-01", "rt-02", "rt-03"} {
-		sub.tasks = append(sub.tasks, submittedTask{task: &tasks.Task{ID: id}, spec: queuedSpec{Task: id, Agent: apitype.AgentNull, Timeout: "1m0s"}})
+		sub.tasks = append(sub.tasks, submittedTask{task: &tasks.Task{ID: id}, plan: &runs.Plan{Request: runs.Request{Task: id, Agent: apitype.AgentNull, Timeout: "1m0s"}}})
 	}
 	run, err := s.submit(ctx, sub)
 	if err != nil {
@@ -80,7 +81,7 @@ func TestRunStatus(t *testing.T) {
 	// The first is an infra error, retried; the second has ended, but
 	// benchd still holds it; the third is done.
 	first := end(run.Attempts[0], apitype.StateInfraError)
-	retry, err := s.retry(ctx, first, queuedSpec{Task: "rt-01", Agent: apitype.AgentNull}, nil, false)
+	retry, err := s.retry(ctx, first, runs.Request{Task: "rt-01", Agent: apitype.AgentNull}, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestCancelRunQueued(t *testing.T) {
 	of := func(ids ...string) submitted {
 		sub := submitted{n: 2}
 		for _, id := range ids {
-			sub.tasks = append(sub.tasks, submittedTask{task: &tasks.Task{ID: id}, spec: queuedSpec{Task: id, Agent: apitype.AgentNull, Timeout: "1m0s"}})
+			sub.tasks = append(sub.tasks, submittedTask{task: &tasks.Task{ID: id}, plan: &runs.Plan{Request: runs.Request{Task: id, Agent: apitype.AgentNull, Timeout: "1m0s"}}})
 		}
 		return sub
 	}

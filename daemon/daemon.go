@@ -122,7 +122,7 @@ type server struct {
 	engine *runs.Engine
 	// runner runs an attempt: engine.Run, or in a benchmark of the
 	// coordination alone an attempt that does nothing.
-	runner func(ctx context.Context, spec runs.Spec, progress func(apitype.Event)) (runs.Outcome, error)
+	runner func(ctx context.Context, id string, plan *runs.Plan, progress func(apitype.Event)) (runs.Outcome, error)
 	auth   authorizer
 	// key is the host key: it signs each ended attempt's statement.
 	key ed25519.PrivateKey
@@ -263,10 +263,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	// Trees rebuilt for regrades in progress at a crash are of no use.
 	os.RemoveAll(filepath.Join(cfg.StateDir, regradeDir))
-	for _, sub := range []string{"queue", regradeDir} {
-		if err := os.MkdirAll(filepath.Join(cfg.StateDir, sub), 0o700); err != nil {
-			return fmt.Errorf("unable to create the state directory: %w", err)
-		}
+	if err := os.MkdirAll(filepath.Join(cfg.StateDir, regradeDir), 0o700); err != nil {
+		return fmt.Errorf("unable to create the state directory: %w", err)
 	}
 	key, err := HostKey(cfg.StateDir)
 	if err != nil {
@@ -289,7 +287,6 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	for _, id := range lost {
 		log.Warn("attempt in flight at the last stop is now infra_error", "attempt", id)
-		os.Remove(specPath(cfg.StateDir, id))
 	}
 	// Sealing a left journal updates its attempt (head, changeset): such
 	// an attempt is signed again below, after its last update.
@@ -316,7 +313,7 @@ func Run(ctx context.Context, cfg Config) error {
 		log:       log,
 		store:     st,
 		engine:    eng,
-		runner:    eng.Run,
+		runner:    eng.RunPlan,
 		key:       key,
 		auth:      authorizer{Group: cfg.Group, ProcDir: "/proc"},
 		closing:   make(chan struct{}),

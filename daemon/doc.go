@@ -49,10 +49,12 @@
 // /v1/runs/{id}/status gives each slot of a run (its first attempt, or
 // that attempt's last retry) and whether all have ended; POST
 // /v1/runs/{id}/cancel cancels every queued attempt of a run, then every
-// running one, and waits until they have ended (batch.go). What a queued attempt needs beyond its stored record (the
-// timeout, gateways) is kept in STATE/queue/ID.json until it ends, and
-// in the store (requests) for good, so that it can be retried; the
-// values of environment variables are kept in memory only, never on disk.
+// running one, and waits until they have ended (batch.go). What one attempt asks (agent, timeout,
+// environment, gateways, model) is checked by runs.Engine.Plan, the one
+// validator, and its runs.Request is the one form kept of it: in the
+// store (requests), read back to run it, requeue it after a restart or
+// retry it; the values of environment variables are kept in memory
+// only, never on disk.
 //
 // POST /v1/tasks/check submits the reference and every known attempt of
 // the tasks asked for, each as a run of its own, and awaits them

@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"benchd.dev/client/apitype"
+	"benchd.dev/daemon/runs"
 	"benchd.dev/daemon/store"
 )
 
@@ -295,11 +296,7 @@ func (f *fleet) work(ctx context.Context, job *river.Job[attemptArgs]) error {
 func (f *fleet) run(ctx context.Context, job *river.Job[attemptArgs], a apitype.Attempt) error {
 	s := f.s
 	env := f.takeEnv(a.ID)
-	b, err := s.store.Request(ctx, a.ID)
-	var spec queuedSpec
-	if err == nil {
-		err = json.Unmarshal(b, &spec)
-	}
+	spec, err := s.storedRequest(ctx, a.ID)
 	var why string
 	switch {
 	case err != nil:
@@ -367,10 +364,9 @@ func (f *fleet) rescue(ctx context.Context, job *river.Job[attemptArgs], a apity
 	if s.liveOf(a.ID) != nil {
 		return river.JobSnooze(f.rescueAfter) // ours, still running
 	}
-	spec := queuedSpec{}
 	request, err := s.store.Request(ctx, a.ID)
 	if err == nil {
-		err = json.Unmarshal(request, &spec)
+		err = json.Unmarshal(request, &runs.Request{})
 	}
 	if err != nil {
 		request = nil

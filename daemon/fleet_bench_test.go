@@ -21,7 +21,7 @@ import (
 
 // nullRun is an attempt that does nothing: what is left of an attempt
 // is its coordination (queue, start, end, signature).
-func nullRun(context.Context, runs.Spec, func(apitype.Event)) (runs.Outcome, error) {
+func nullRun(context.Context, string, *runs.Plan, func(apitype.Event)) (runs.Outcome, error) {
 	return runs.Outcome{}, nil
 }
 
@@ -82,7 +82,7 @@ func TestSettle(t *testing.T) {
 	defer stop()
 	db := s.store.DB()
 	broke := make(chan error, 1)
-	s.runner = func(context.Context, runs.Spec, func(apitype.Event)) (runs.Outcome, error) {
+	s.runner = func(context.Context, string, *runs.Plan, func(apitype.Event)) (runs.Outcome, error) {
 		_, err := db.Exec(`ALTER TABLE scored RENAME TO scored_gone`)
 		broke <- err
 		return runs.Outcome{}, nil
@@ -92,8 +92,8 @@ func TestSettle(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err := s.submit(context.Background(), submitted{n: 1, tasks: []submittedTask{{task: task,
-		identity: apitype.AgentIdentity{Spec: apitype.AgentNull},
-		spec:     queuedSpec{Task: task.ID, Agent: apitype.AgentNull, Timeout: "1m0s"}}}})
+		plan: &runs.Plan{Identity: apitype.AgentIdentity{Spec: apitype.AgentNull},
+			Request: runs.Request{Task: task.ID, Agent: apitype.AgentNull, Timeout: "1m0s"}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +144,8 @@ func BenchmarkFleetCoordination(b *testing.B) {
 	}
 	submit := func(s *server) {
 		sub := submitted{n: 100, tasks: []submittedTask{{task: task,
-			identity: apitype.AgentIdentity{Spec: apitype.AgentNull},
-			spec:     queuedSpec{Task: task.ID, Agent: apitype.AgentNull, Timeout: "1m0s"}}}}
+			plan: &runs.Plan{Identity: apitype.AgentIdentity{Spec: apitype.AgentNull},
+				Request: runs.Request{Task: task.ID, Agent: apitype.AgentNull, Timeout: "1m0s"}}}}}
 		for range attempts / sub.n {
 			if _, err := s.submit(context.Background(), sub); err != nil {
 				b.Fatal(err)

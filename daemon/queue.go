@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -19,49 +18,26 @@ import (
 	"benchd.dev/tasks"
 )
 
-// queuedSpec is what an attempt needs to run beyond its stored record,
-// kept in STATE/queue/ID.json while it is queued or running. It holds the
-// names of environment variables, never their values.
-type queuedSpec struct {
-	Task     string   `json:"task"`
-	Agent    string   `json:"agent"`
-	Timeout  string   `json:"timeout"`
-	Gateways []string `json:"gateways,omitempty"`
-	Model    string   `json:"model,omitempty"`
-	EnvNames []string `json:"env_names,omitempty"`
-}
-
-func specPath(stateDir, id string) string {
-	return filepath.Join(stateDir, "queue", id+".json")
-}
-
-func writeSpec(stateDir, id string, spec queuedSpec) error {
-	b, err := json.Marshal(spec)
+// storedRequest is attempt id's request as the store keeps it, the one
+// form kept of it (runs.Request).
+func (s *server) storedRequest(ctx context.Context, id string) (runs.Request, error) {
+	var req runs.Request
+	b, err := s.store.Request(ctx, id)
 	if err != nil {
-		return err
+		return req, err
 	}
-	p := specPath(stateDir, id)
-	if err := os.WriteFile(p+".tmp", b, 0o600); err != nil {
-		return fmt.Errorf("unable to queue attempt %s: %w", id, err)
+	if err := json.Unmarshal(b, &req); err != nil {
+		return req, fmt.Errorf("request of attempt %s: %w", id, err)
 	}
-	return os.Rename(p+".tmp", p)
-}
-
-func readSpec(stateDir, id string) (queuedSpec, error) {
-	var spec queuedSpec
-	b, err := os.ReadFile(specPath(stateDir, id))
-	if err != nil {
-		return spec, err
-	}
-	return spec, json.Unmarshal(b, &spec)
+	return req, nil
 }
 
 // liveAttempt is an attempt queued or running in this process: its
 // request, its cancel function and its latest event.
 type liveAttempt struct {
-	id   string
-	spec queuedSpec
-	env  []apitype.EnvVar // values: memory only
+	id  string
+	req runs.Request
+	env []apitype.EnvVar // values: memory only
 	// cancel is set (under server.mu) when a worker takes the attempt.
 	cancel context.CancelCauseFunc
 	// complete, on a fleet, completes the attempt's job in the
@@ -75,9 +51,9 @@ type liveAttempt struct {
 	done    chan struct{} // closed when final is set
 }
 
-func newLive(id string, spec queuedSpec, env []apitype.EnvVar) *liveAttempt {
+func newLive(id string, req runs.Request, env []apitype.EnvVar) *liveAttempt {
 	return &liveAttempt{
-		id: id, spec: spec, env: env,
+		id: id, req: req, env: env,
 		ev:      apitype.Event{Attempt: id, State: apitype.StateQueued},
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -136,13 +112,13 @@ func (s *server) requeue(ctx context.Context) error {
 	}
 	slices.SortStableFunc(list, func(a, b apitype.Attempt) int { return a.Created.Compare(b.Created) })
 	for _, a := range list {
-		spec, err := readSpec(s.cfg.StateDir, a.ID)
+		req, err := s.storedRequest(ctx, a.ID)
 		var why string
 		switch {
 		case err != nil:
 			why = fmt.Sprintf("its request was lost: %v", err)
-		case len(spec.EnvNames) > 0:
-			why = fmt.Sprintf("the values of its environment variables (%s) are not kept across a restart of benchd; submit it again", strings.Join(spec.EnvNames, ", "))
+		case len(req.EnvNames) > 0:
+			why = fmt.Sprintf("the values of its environment variables (%s) are not kept across a restart of benchd; submit it again", strings.Join(req.EnvNames, ", "))
 		}
 		if why != "" {
 			s.log.Warn("queued attempt cannot go on", "attempt", a.ID, "why", why)
@@ -150,10 +126,10 @@ func (s *server) requeue(ctx context.Context) error {
 			continue
 		}
 		s.mu.Lock()
-		s.live[a.ID] = newLive(a.ID, spec, nil)
+		s.live[a.ID] = newLive(a.ID, req, nil)
 		s.queue = append(s.queue, a.ID)
 		s.mu.Unlock()
-		s.log.Info("queued attempt goes on", "attempt", a.ID, "task", spec.Task)
+		s.log.Info("queued attempt goes on", "attempt", a.ID, "task", req.Task)
 	}
 	return nil
 }
@@ -172,7 +148,6 @@ func (s *server) endUnrun(ctx context.Context, a apitype.Attempt, state, why str
 		stored = true
 		s.sign(ctx, a.ID, nil)
 	}
-	os.Remove(specPath(s.cfg.StateDir, a.ID))
 	if b, err := s.store.GetAttempt(ctx, a.ID); err == nil {
 		a = b
 	}
@@ -190,12 +165,11 @@ type submitted struct {
 	purpose string
 }
 
-// submittedTask is one task of a submitted request: what its attempts
-// run.
+// submittedTask is one task of a submitted request: the plan its
+// attempts run.
 type submittedTask struct {
-	task     *tasks.Task
-	identity apitype.AgentIdentity
-	spec     queuedSpec
+	task *tasks.Task
+	plan *runs.Plan
 }
 
 // submit records a validated request as a run of queued attempts and
@@ -228,7 +202,7 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 		}
 	}()
 	now := time.Now().UTC()
-	run := apitype.Run{ID: newID("r-"), Agent: req.tasks[0].spec.Agent, Tasks: []string{}, Created: now}
+	run := apitype.Run{ID: newID("r-"), Agent: req.tasks[0].plan.Request.Agent, Tasks: []string{}, Created: now}
 	if len(req.tasks) == 1 {
 		run.Task = req.tasks[0].task.ID
 	}
@@ -245,19 +219,12 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 	}
 	for i, id := range run.Attempts {
 		st := slot[i]
-		request, err := json.Marshal(st.spec)
+		request, err := json.Marshal(st.plan.Request)
 		if err != nil {
 			return apitype.Run{}, err
 		}
-		// On a fleet the request is the store's alone (any host may
-		// run the attempt); the local queue keeps a copy for its restart.
-		if s.fleet == nil {
-			if err := writeSpec(s.cfg.StateDir, id, st.spec); err != nil {
-				return apitype.Run{}, err
-			}
-		}
 		a := apitype.Attempt{
-			ID: id, Run: run.ID, Task: st.task.ID, Agent: st.identity,
+			ID: id, Run: run.ID, Task: st.task.ID, Agent: st.plan.Identity,
 			State: apitype.StateQueued, Reasons: []apitype.Reason{}, Changeset: []apitype.Change{},
 			ExitCode: -1, Created: now, Purpose: req.purpose,
 		}
@@ -268,9 +235,9 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 			return apitype.Run{}, err
 		}
 	}
-	specs := make([]queuedSpec, len(run.Attempts))
+	specs := make([]runs.Request, len(run.Attempts))
 	for i := range run.Attempts {
-		specs[i] = slot[i].spec
+		specs[i] = slot[i].plan.Request
 	}
 	if err := s.enqueue(ctx, run.Attempts, specs, req.env); err != nil {
 		for _, id := range run.Attempts {
@@ -291,7 +258,7 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 // enqueue puts the new queued attempts ids, ids[i] of request specs[i],
 // with environment values env, on the queue: this process's, or the
 // fleet's River queue (which reads the requests from the store).
-func (s *server) enqueue(ctx context.Context, ids []string, specs []queuedSpec, env []apitype.EnvVar) error {
+func (s *server) enqueue(ctx context.Context, ids []string, specs []runs.Request, env []apitype.EnvVar) error {
 	if s.fleet != nil {
 		return s.fleet.enqueue(ctx, ids, env)
 	}
@@ -371,7 +338,7 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 		return
 	}
 	la.publish(apitype.Event{Attempt: la.id, State: apitype.StateRunning, Phase: apitype.PhasePrepare})
-	log.Info("attempt started", "task", la.spec.Task, "agent", la.spec.Agent)
+	log.Info("attempt started", "task", la.req.Task, "agent", la.req.Agent)
 
 	// Phase changes are stored off the attempt's path, latest first, so
 	// that recovery can say where an attempt stopped.
@@ -408,18 +375,9 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 	}
 
 	var out runs.Outcome
-	task, err := tasks.Find(s.cfg.TasksDir, la.spec.Task)
+	plan, err := s.plan(la)
 	if err == nil {
-		timeout, _ := time.ParseDuration(la.spec.Timeout)
-		out, err = s.runner(ctx, runs.Spec{
-			AttemptID: la.id,
-			Task:      task,
-			Agent:     la.spec.Agent,
-			Timeout:   timeout,
-			Env:       la.env,
-			Gateways:  la.spec.Gateways,
-			Model:     la.spec.Model,
-		}, progress)
+		out, err = s.runner(ctx, la.id, plan, progress)
 	}
 	phaseMu.Lock()
 	close(phases)
@@ -438,12 +396,13 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 	if len(final.Agent.Env) == 0 {
 		final.Agent.Env = a.Agent.Env
 	}
+	var task *tasks.Task
+	if plan != nil {
+		task = plan.Task
+		final.Limits = plan.Limits()
+	}
 	if final.TaskSHA256 == "" && task != nil {
 		final.TaskSHA256, _ = bundleSHA256(task)
-	}
-	if task != nil {
-		timeout, _ := time.ParseDuration(la.spec.Timeout)
-		final.Limits = &apitype.Limits{TimeoutMS: timeout.Milliseconds(), MemoryBytes: int64(task.MemoryMB) << 20, CPUs: task.CPUs}
 	}
 	cause := context.Cause(ctx)
 	reason := infraEngine // of an infra error, for the metrics
@@ -542,9 +501,23 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 			}
 		}
 	}
-	os.Remove(specPath(s.cfg.StateDir, la.id))
 	log.Info("attempt ended", "state", final.State, "pass", final.Pass, "wall_ms", final.WallMS, "infra_error", final.InfraError)
 	s.retire(la, final)
+}
+
+// plan resolves la's request, as the store keeps it, with its
+// environment values, on this host (runs.Engine.Plan): the task's bundle
+// found again, the agent resolved here.
+func (s *server) plan(la *liveAttempt) (*runs.Plan, error) {
+	task, err := tasks.Find(s.cfg.TasksDir, la.req.Task)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := la.req.Spec(task, la.env)
+	if err != nil {
+		return nil, err
+	}
+	return s.engine.Plan(spec)
 }
 
 // retire removes la from the live attempts and ends its event streams.

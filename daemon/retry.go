@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"benchd.dev/client/apitype"
+	"benchd.dev/daemon/runs"
 	"benchd.dev/daemon/store"
 )
 
@@ -31,7 +31,7 @@ func (s *server) retryAuto(ctx context.Context, log *slog.Logger, a apitype.Atte
 		}
 		return
 	}
-	b, err := s.retry(ctx, a, la.spec, la.env, true)
+	b, err := s.retry(ctx, a, la.req, la.env, true)
 	if err != nil {
 		log.Warn("unable to retry an infra error", "err", err)
 		return
@@ -61,7 +61,7 @@ func (s *server) retryDepth(ctx context.Context, a apitype.Attempt) (int, error)
 // benchd stops, a caller's retry is refused as busy; an automatic one
 // (auto) of an attempt that ended during the drain is queued, and so
 // handed back to the next start like every queued attempt.
-func (s *server) retry(ctx context.Context, a apitype.Attempt, spec queuedSpec, env []apitype.EnvVar, auto bool) (apitype.Attempt, error) {
+func (s *server) retry(ctx context.Context, a apitype.Attempt, spec runs.Request, env []apitype.EnvVar, auto bool) (apitype.Attempt, error) {
 	s.mu.Lock()
 	stopping := s.stopping
 	s.mu.Unlock()
@@ -77,17 +77,11 @@ func (s *server) retry(ctx context.Context, a apitype.Attempt, spec queuedSpec, 
 		State: apitype.StateQueued, Reasons: []apitype.Reason{}, Changeset: []apitype.Change{},
 		ExitCode: -1, Created: time.Now().UTC(),
 	}
-	if s.fleet == nil {
-		if err := writeSpec(s.cfg.StateDir, b.ID, spec); err != nil {
-			return apitype.Attempt{}, err
-		}
-	}
 	if err := s.store.CreateRetry(ctx, b, a.ID, request); err != nil {
-		os.Remove(specPath(s.cfg.StateDir, b.ID))
 		return apitype.Attempt{}, err
 	}
 	b.RetryOf = a.ID
-	if err := s.enqueue(ctx, []string{b.ID}, []queuedSpec{spec}, env); err != nil {
+	if err := s.enqueue(ctx, []string{b.ID}, []runs.Request{spec}, env); err != nil {
 		s.endUnrun(context.WithoutCancel(ctx), b, apitype.StateInfraError, err.Error())
 		return apitype.Attempt{}, err
 	}
@@ -111,11 +105,7 @@ func (s *server) retryRun(ctx context.Context, id string) (apitype.Retry, error)
 		if a.State != apitype.StateInfraError || a.RetriedBy != "" {
 			continue
 		}
-		var spec queuedSpec
-		b, err := s.store.Request(ctx, a.ID)
-		if err == nil {
-			err = json.Unmarshal(b, &spec)
-		}
+		spec, err := s.storedRequest(ctx, a.ID)
 		var why string
 		switch {
 		case errors.Is(err, store.ErrNotFound):

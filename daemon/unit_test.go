@@ -215,7 +215,7 @@ func TestSubmitQueueBound(t *testing.T) {
 	defer st.Close()
 	s := &server{cfg: Config{StateDir: state, MaxQueued: 5}, store: st, live: map[string]*liveAttempt{}, secrets: &secretSet{}, log: slog.New(slog.DiscardHandler)}
 	s.cond = sync.NewCond(&s.mu)
-	sub := submitted{tasks: []submittedTask{{task: &tasks.Task{ID: "rt-01"}, spec: queuedSpec{Task: "rt-01", Agent: apitype.AgentNull}}}, n: 2}
+	sub := submitted{tasks: []submittedTask{{task: &tasks.Task{ID: "rt-01"}, plan: &runs.Plan{Request: runs.Request{Task: "rt-01", Agent: apitype.AgentNull}}}}, n: 2}
 	const runs = 8
 	errs := make(chan error, runs)
 	var wg sync.WaitGroup
@@ -274,7 +274,7 @@ func TestSubmitBatch(t *testing.T) {
 	of := func(ids ...string) submitted {
 		sub := submitted{n: 2}
 		for _, id := range ids {
-			sub.tasks = append(sub.tasks, submittedTask{task: &tasks.Task{ID: id}, spec: queuedSpec{Task: id, Agent: apitype.AgentNull, Timeout: "1m0s"}})
+			sub.tasks = append(sub.tasks, submittedTask{task: &tasks.Task{ID: id}, plan: &runs.Plan{Request: runs.Request{Task: id, Agent: apitype.AgentNull, Timeout: "1m0s"}}})
 		}
 		return sub
 	}
@@ -295,7 +295,7 @@ func TestSubmitBatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		spec, err := readSpec(state, id)
+		spec, err := s.storedRequest(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

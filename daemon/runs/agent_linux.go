@@ -56,30 +56,6 @@ func (e *Engine) ResolveAgent(spec string, task *tasks.Task) (apitype.AgentIdent
 	return a.id, err
 }
 
-// CheckAgent is ResolveAgent with what a run gives an agent preset (its
-// model, gateways and variable names), so that a preset's needs, its
-// gateway and its API key variable, are checked before the attempt is
-// queued. For other agents it is ResolveAgent.
-func (e *Engine) CheckAgent(spec Spec) (apitype.AgentIdentity, error) {
-	names := make([]string, 0, len(spec.Env))
-	for _, v := range spec.Env {
-		names = append(names, v.Name)
-	}
-	gws, err := parseGateways(spec.Gateways)
-	if err != nil {
-		return apitype.AgentIdentity{}, err
-	}
-	a, err := resolveAgent(spec.Agent, spec.Task, nil, &agents.Input{Model: spec.Model, BaseURLs: baseURLs(gws), EnvNames: names, Home: sandbox.DefaultHome})
-	if err != nil {
-		return apitype.AgentIdentity{}, err
-	}
-	if a.id.Model == "" {
-		a.id.Model = spec.Model
-	}
-	a.id.Env = names
-	return a.id, nil
-}
-
 // resolveAgent resolves spec. env is the agent's environment (its PATH,
 // if any, is used to find the command). A spec that names an agent
 // preset (package agents) is resolved with in: the model, gateways and

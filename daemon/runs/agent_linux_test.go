@@ -328,7 +328,7 @@ func TestAgentOutsideSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, spec := range []string{script, script + " --plan {plan}", link} {
-		_, err := e.CheckAgent(Spec{Task: task, Agent: spec})
+		_, err := e.Plan(Spec{Task: task, Agent: spec})
 		if !errors.Is(err, ErrInvalid) {
 			t.Fatalf("%q: got %v, want an error wrapping ErrInvalid", spec, err)
 		}
@@ -339,7 +339,7 @@ func TestAgentOutsideSandbox(t *testing.T) {
 		}
 	}
 	// A bare name found in a shown tree passes.
-	if _, err := e.CheckAgent(Spec{Task: task, Agent: "sh -c true"}); err != nil {
+	if _, err := e.Plan(Spec{Task: task, Agent: "sh -c true"}); err != nil {
 		t.Errorf("sh: got %v, want none", err)
 	}
 	for _, tc := range []struct {

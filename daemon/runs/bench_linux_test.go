@@ -63,7 +63,11 @@ func benchAttempts(b *testing.B, agent string, disk bool) time.Duration {
 		t0 := time.Now()
 		id := fmt.Sprintf("o%d", i)
 		// The steps before grading: benchd's own cost.
-		r, err := e.newAttempt(Spec{AttemptID: id, Task: task, Agent: agent}, nil, &undos, &cutShort{})
+		plan, err := e.Plan(Spec{Task: task, Agent: agent})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := e.newAttempt(id, plan, nil, &undos, &cutShort{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,6 +1,10 @@
 // Package runs runs one attempt: the only package that knows an attempt
-// is "a FUSE view + a cgroup + a netns + a sandbox + a grader". Engine.Run
-// takes the steps of docs/design.md ("One attempt, step by step") in
+// is "a FUSE view + a cgroup + a netns + a sandbox + a grader".
+// Engine.Plan is the one validator of what an attempt asks (a Spec: the
+// agent, its environment, gateways, model and timeout), and returns it
+// resolved as a Plan, whose Request is the one form of it benchd keeps;
+// Engine.RunPlan runs a plan, checking nothing of it again, in the steps
+// of docs/design.md ("One attempt, step by step"), in
 // order, each set-up step registering its undo on a stack that unwinds in
 // reverse order, on failure and at the end alike, so that no mount,
 // cgroup or namespace outlives Run.

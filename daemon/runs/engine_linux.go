@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"benchd.dev/agents"
 	"benchd.dev/client/apitype"
 	"benchd.dev/confine"
 	"benchd.dev/fsmon"
@@ -152,17 +151,6 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{cfg: cfg, log: cfg.Logger.With("component", "runs")}, nil
 }
 
-// Spec is one attempt to run.
-type Spec struct {
-	AttemptID string // [A-Za-z0-9][A-Za-z0-9_.-], at most 40 characters
-	Task      *tasks.Task
-	Agent     string        // a built-in or a command line
-	Timeout   time.Duration // 0: the task's agent timeout
-	Env       []apitype.EnvVar
-	Gateways  []string // NAME=HOST:PORT (raw) or NAME=http(s)://HOST[:PORT][/PATH] (HTTP)
-	Model     string
-}
-
 // PhaseTime is the time one phase of an attempt took.
 type PhaseTime struct {
 	Phase    string
@@ -204,7 +192,6 @@ type cutShort struct {
 }
 
 var attemptIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$`)
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // AttemptDir is the work directory of an attempt.
 func (e *Engine) AttemptDir(id string) string {
@@ -215,7 +202,8 @@ func (e *Engine) AttemptDir(id string) string {
 // share, and the undo stack each set-up step registers its undo on.
 type attempt struct {
 	e        *Engine
-	spec     Spec
+	id       string
+	plan     *Plan
 	task     *tasks.Task
 	log      *slog.Logger
 	progress func(apitype.Event)
@@ -223,7 +211,7 @@ type attempt struct {
 	undos    *undo.Stack
 	cut      *cutShort
 
-	// From the spec, checked before anything is made.
+	// From the plan, checked before the attempt was queued.
 	ag      agent
 	env     []string
 	gws     []gatewaySpec
@@ -255,7 +243,7 @@ func (at *attempt) enter(phase string) {
 	}
 	at.phase, at.phaseStart = phase, now
 	if phase != "" {
-		at.progress(apitype.Event{Attempt: at.spec.AttemptID, State: apitype.StateRunning, Phase: phase, ElapsedMS: now.Sub(at.start).Milliseconds()})
+		at.progress(apitype.Event{Attempt: at.id, State: apitype.StateRunning, Phase: phase, ElapsedMS: now.Sub(at.start).Milliseconds()})
 	}
 }
 
@@ -282,17 +270,27 @@ func (at *attempt) steps() []step {
 	}
 }
 
-// Run runs one attempt as its steps (attempt.steps: prepare, mount,
-// confine, run, collect, seal, grade, verdict; docs/design.md), one
-// method each, each set-up step registering its undo on the one undo
-// stack; whatever happens, nothing stays mounted and no cgroup or namespace is left when
-// Run returns. progress (may be nil) gets an event at each phase and
-// every 250 ms while the agent runs. An error is an infra error (or the
-// cancellation of ctx): the attempt must not be scored. With an error,
-// the Outcome still names the journal (sealed, with an interrupted
-// record naming the cause, when the view was mounted) and the
-// transcript files made so far, for the record.
-func (e *Engine) Run(ctx context.Context, spec Spec, progress func(apitype.Event)) (res Outcome, retErr error) {
+// Run plans spec (Plan) and runs the plan as attempt spec.AttemptID
+// (RunPlan).
+func (e *Engine) Run(ctx context.Context, spec Spec, progress func(apitype.Event)) (Outcome, error) {
+	plan, err := e.Plan(spec)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return e.RunPlan(ctx, spec.AttemptID, plan, progress)
+}
+
+// RunPlan runs plan as attempt id, in its steps (attempt.steps;
+// docs/design.md, "One attempt, step by step"), one method each, each
+// set-up step registering its undo on the one undo stack; whatever
+// happens, nothing stays mounted and no cgroup or namespace is left when
+// it returns. It checks nothing of the plan again. progress (may be nil)
+// gets an event at each phase and every 250 ms while the agent runs. An
+// error is an infra error (or the cancellation of ctx): the attempt must
+// not be scored. With an error, the Outcome still names the journal
+// (sealed, with an interrupted record naming the cause, when the view was
+// mounted) and the transcript files made so far, for the record.
+func (e *Engine) RunPlan(ctx context.Context, id string, plan *Plan, progress func(apitype.Event)) (res Outcome, retErr error) {
 	var undos undo.Stack
 	var cut cutShort
 	defer func() {
@@ -300,7 +298,7 @@ func (e *Engine) Run(ctx context.Context, spec Spec, progress func(apitype.Event
 			cut.cause = interruptCause(ctx, retErr)
 		}
 		if err := undos.Run(); err != nil {
-			e.log.Error("undoing an attempt", "attempt", spec.AttemptID, "err", err)
+			e.log.Error("undoing an attempt", "attempt", id, "err", err)
 			if retErr == nil {
 				retErr = fmt.Errorf("unable to tear the attempt down: %w", err)
 			}
@@ -309,7 +307,7 @@ func (e *Engine) Run(ctx context.Context, spec Spec, progress func(apitype.Event
 			res = cut.partial
 		}
 	}()
-	at, err := e.newAttempt(spec, progress, &undos, &cut)
+	at, err := e.newAttempt(id, plan, progress, &undos, &cut)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -331,54 +329,28 @@ func interruptCause(ctx context.Context, err error) string {
 	return err.Error()
 }
 
-// newAttempt checks spec (id, task, environment, agent, gateways,
-// timeout) and makes the attempt's work directory, before any step.
-func (e *Engine) newAttempt(spec Spec, progress func(apitype.Event), undos *undo.Stack, cut *cutShort) (*attempt, error) {
+// newAttempt makes attempt id of plan its work directory's name, before
+// any step. The id, benchd's own, is checked as the path it becomes.
+func (e *Engine) newAttempt(id string, plan *Plan, progress func(apitype.Event), undos *undo.Stack, cut *cutShort) (*attempt, error) {
 	if progress == nil {
 		progress = func(apitype.Event) {}
 	}
-	if !attemptIDRE.MatchString(spec.AttemptID) {
-		return nil, fmt.Errorf("%w: attempt id %q", ErrInvalid, spec.AttemptID)
+	if !attemptIDRE.MatchString(id) {
+		return nil, fmt.Errorf("%w: attempt id %q", ErrInvalid, id)
 	}
-	if spec.Task == nil {
-		return nil, fmt.Errorf("%w: no task", ErrInvalid)
-	}
-	task := spec.Task
-	env, envNames, err := agentEnv(spec.Env)
-	if err != nil {
-		return nil, err
-	}
-	gws, err := parseGateways(spec.Gateways)
-	if err != nil {
-		return nil, err
-	}
-	ag, err := resolveAgent(spec.Agent, task, env, &agents.Input{Model: spec.Model, BaseURLs: baseURLs(gws), EnvNames: envNames, Home: sandbox.DefaultHome})
-	if err != nil {
-		return nil, err
-	}
-	if ag.id.Model == "" { // a preset names its model itself
-		ag.id.Model = spec.Model
-	}
-	ag.id.Env = envNames
-	timeout := spec.Timeout
-	if timeout <= 0 {
-		timeout = task.AgentTimeout
-	}
-	if timeout <= 0 {
-		timeout = apitype.DefaultTimeout
-	}
-	at := &attempt{e: e, spec: spec, task: task, progress: progress, start: time.Now(), undos: undos, cut: cut,
-		log: e.log.With("attempt", spec.AttemptID, "task", task.ID),
-		ag:  ag, env: presetEnv(env, ag.env), gws: gws, timeout: timeout, netMode: netns.Closed}
+	task := plan.Task
+	at := &attempt{e: e, id: id, plan: plan, task: task, progress: progress, start: time.Now(), undos: undos, cut: cut,
+		log: e.log.With("attempt", id, "task", task.ID),
+		ag:  plan.ag, env: plan.agentEnv, gws: plan.gws, timeout: plan.Timeout, netMode: netns.Closed}
 	if task.AllowInternet {
 		at.netMode = netns.Open
 	}
-	at.dir = e.AttemptDir(spec.AttemptID)
+	at.dir = e.AttemptDir(id)
 	if _, err := os.Lstat(at.dir); err == nil {
 		return nil, fmt.Errorf("%w: %s", ErrConflict, at.dir)
 	}
 	started := time.Now().UTC()
-	at.a = apitype.Attempt{Agent: ag.id, Started: &started, Reasons: []apitype.Reason{}, Changeset: []apitype.Change{}}
+	at.a = apitype.Attempt{Agent: plan.Identity, Started: &started, Reasons: []apitype.Reason{}, Changeset: []apitype.Change{}}
 	at.out.JournalPath = filepath.Join(at.dir, "journal.jsonl")
 	at.out.FinalDir = filepath.Join(at.dir, "backing")
 	return at, nil
@@ -513,7 +485,7 @@ func (at *attempt) confine(ctx context.Context) error {
 		Files:        at.ag.files,
 		StdoutPath:   at.out.StdoutPath,
 		StderrPath:   at.out.StderrPath,
-		Name:         at.spec.AttemptID,
+		Name:         at.id,
 		CgroupParent: e.cfg.CgroupParent,
 		NetnsRunDir:  e.cfg.NetnsRunDir,
 		Logger:       at.log,
@@ -680,7 +652,7 @@ func (at *attempt) watch(job *confine.Job, view *fsmon.View) (stop func()) {
 			case <-done:
 				return
 			case now := <-t.C:
-				ev := apitype.Event{Attempt: at.spec.AttemptID, State: apitype.StateRunning, Phase: apitype.PhaseRun, ElapsedMS: now.Sub(at.start).Milliseconds()}
+				ev := apitype.Event{Attempt: at.id, State: apitype.StateRunning, Phase: apitype.PhaseRun, ElapsedMS: now.Sub(at.start).Milliseconds()}
 				if u, err := job.Usage(); err == nil {
 					ev.MemoryBytes = u.CurrentBytes
 				}
@@ -889,27 +861,6 @@ func applyOverlay(mnt, overlay string, deletes []string) error {
 		}
 		return nil
 	})
-}
-
-// agentEnv builds the agent's environment from the named variables, plus
-// BENCH_PLAN, and returns the names (never the values) for its identity.
-func agentEnv(vars []apitype.EnvVar) ([]string, []string, error) {
-	env := make([]string, 0, len(vars)+1)
-	names := make([]string, 0, len(vars))
-	seen := map[string]bool{}
-	for _, v := range vars {
-		if !envNameRE.MatchString(v.Name) || v.Name == "BENCH_PLAN" {
-			return nil, nil, fmt.Errorf("%w: environment variable name %q", ErrInvalid, v.Name)
-		}
-		if seen[v.Name] {
-			return nil, nil, fmt.Errorf("%w: environment variable %s given twice", ErrInvalid, v.Name)
-		}
-		seen[v.Name] = true
-		env = append(env, v.Name+"="+v.Value)
-		names = append(names, v.Name)
-	}
-	env = append(env, "BENCH_PLAN="+PlanPath)
-	return env, names, nil
 }
 
 // presetEnv adds a preset's variables to env, unless the caller passed

@@ -57,13 +57,6 @@ func parseGateways(specs []string) ([]gatewaySpec, error) {
 	return gws, nil
 }
 
-// ParseGateways checks gateway specs as Run will; an error wraps
-// ErrInvalid.
-func ParseGateways(specs []string) error {
-	_, err := parseGateways(specs)
-	return err
-}
-
 // baseURLs are the URLs at which the agent reaches each gateway from
 // inside the sandbox (a preset's {base_url}): plain HTTP at the
 // gateway's host for an HTTP gateway, the port left out when it is 80;
@@ -140,7 +133,7 @@ func (at *attempt) startModelGateways() (*modelGateways, []netns.Gateway, error)
 			continue
 		}
 		if m == nil {
-			rec, err := modelgw.NewRecorder(modelgw.RecorderConfig{Dir: at.dir, Secrets: at.spec.Env})
+			rec, err := modelgw.NewRecorder(modelgw.RecorderConfig{Dir: at.dir, Secrets: at.plan.Env})
 			if err != nil {
 				return nil, nil, err
 			}

@@ -273,9 +273,10 @@ func survivors(exe string) []string {
 	return left
 }
 
-// TestCheckAgent: a preset's needs are checked before an attempt is
-// queued, and the identity names the real executable and the model.
-func TestCheckAgent(t *testing.T) {
+// TestPlanAgent: a preset's needs are checked before an attempt is
+// queued (Engine.Plan), and the identity names the real executable and
+// the model.
+func TestPlanAgent(t *testing.T) {
 	testenv.Require(t, testenv.NodeAgents)
 	e, err := runs.New(runs.Config{StateDir: t.TempDir(), TasksDir: repoTasks(t), ScratchDir: t.TempDir(), AgentUID: 65534, AgentGID: 65534})
 	if err != nil {
@@ -298,7 +299,7 @@ func TestCheckAgent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.spec.Task = task
-			id, err := e.CheckAgent(tc.spec)
+			plan, err := e.Plan(tc.spec)
 			if tc.model == "" {
 				if !errors.Is(err, runs.ErrInvalid) {
 					t.Errorf("got %v, want ErrInvalid", err)
@@ -308,6 +309,7 @@ func TestCheckAgent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			id := plan.Identity
 			if id.Model != tc.model || id.Exe != testenv.AgentsPrefix+"/node_modules/@anthropic-ai/claude-code/bin/claude.exe" || len(id.SHA256) != 64 {
 				t.Errorf("got identity %+v, want model %s and claude.exe hashed", id, tc.model)
 			}
