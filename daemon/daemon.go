@@ -275,26 +275,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("unable to open the store: %w", err)
 	}
 	defer st.Close()
-	// On a fleet this host recovers its own attempts only: the others'
-	// are their hosts' (or the rescuer's, should those be gone).
-	recoverHost := ""
-	if st.OnPostgres() {
-		recoverHost = cfg.Host
-	}
-	lost, err := st.MarkHostInFlightInfraError(ctx, "benchd stopped while the attempt ran", recoverHost)
+	lost, resign, err := recoverStart(ctx, st, cfg, log)
 	if err != nil {
-		return fmt.Errorf("unable to recover attempts in flight: %w", err)
-	}
-	for _, id := range lost {
-		log.Warn("attempt in flight at the last stop is now infra_error", "attempt", id)
-	}
-	// Sealing a left journal updates its attempt (head, changeset): such
-	// an attempt is signed again below, after its last update.
-	resign := append([]string{}, lost...)
-	for _, id := range recoverJournals(ctx, st, cfg, log) {
-		if !slices.Contains(resign, id) {
-			resign = append(resign, id)
-		}
+		return err
 	}
 	eng, err := runs.New(runs.Config{
 		StateDir:     cfg.StateDir,
@@ -308,27 +291,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("unable to start the attempt engine: %w", err)
 	}
 
-	s := &server{
-		cfg:       cfg,
-		log:       log,
-		store:     st,
-		engine:    eng,
-		runner:    eng.RunPlan,
-		key:       key,
-		auth:      authorizer{Group: cfg.Group, ProcDir: "/proc"},
-		closing:   make(chan struct{}),
-		stopFleet: make(chan struct{}),
-		live:      map[string]*liveAttempt{},
-		secrets:   secrets,
-	}
-	s.metrics = newMetrics(cfg.Host, s.counts)
-	s.metrics.recovered(len(lost))
-	if err := s.metrics.countStored(ctx, st); err != nil {
+	s, err := newServer(ctx, cfg, log, st, eng, key, secrets, len(lost))
+	if err != nil {
 		return err
 	}
-	s.cond = sync.NewCond(&s.mu)
-	s.workCtx, s.stopWork = context.WithCancelCause(context.WithoutCancel(ctx))
-	s.mux = s.routes()
 	for _, id := range resign {
 		s.sign(ctx, id, nil)
 	}
@@ -346,6 +312,16 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	runErr := s.serve(ctx, ln, metricsLn)
+	log.Info("benchd stopped")
+	return runErr
+}
+
+// serve starts the workers (this host's, or the fleet's River client),
+// serves the API on ln and the metrics on metricsLn (when set) until ctx
+// is canceled or serving fails, then shuts down.
+func (s *server) serve(ctx context.Context, ln, metricsLn net.Listener) error {
+	cfg, log := s.cfg, s.log
 	srv := &http.Server{
 		Handler:           s,
 		ConnContext:       connContext,
@@ -396,8 +372,64 @@ func Run(ctx context.Context, cfg Config) error {
 			msrv.Close()
 		}
 	}
-	log.Info("benchd stopped")
 	return runErr
+}
+
+// newServer is the daemon of cfg on store st and engine eng, signing
+// with key; lost attempts were ended by start-up recovery.
+func newServer(ctx context.Context, cfg Config, log *slog.Logger, st *store.Store, eng *runs.Engine, key ed25519.PrivateKey, secrets *secretSet, lost int) (*server, error) {
+	s := &server{
+		cfg:       cfg,
+		log:       log,
+		store:     st,
+		engine:    eng,
+		runner:    eng.RunPlan,
+		key:       key,
+		auth:      authorizer{Group: cfg.Group, ProcDir: "/proc"},
+		closing:   make(chan struct{}),
+		stopFleet: make(chan struct{}),
+		live:      map[string]*liveAttempt{},
+		secrets:   secrets,
+	}
+	s.metrics = newMetrics(cfg.Host, s.counts)
+	s.metrics.recovered(lost)
+	if err := s.metrics.countStored(ctx, st); err != nil {
+		return nil, err
+	}
+	s.cond = sync.NewCond(&s.mu)
+	s.workCtx, s.stopWork = context.WithCancelCause(context.WithoutCancel(ctx))
+	s.mux = s.routes()
+	return s, nil
+}
+
+// recoverStart is start-up recovery: the attempts in flight when the
+// last benchd stopped (on a fleet, this host's only: the others' are
+// their hosts', or the rescuer's) end as infra errors, and journals left
+// unsealed are sealed. It returns the attempts ended, and those to sign
+// again once their last update is stored.
+func recoverStart(ctx context.Context, st *store.Store, cfg Config, log *slog.Logger) (lost, resign []string, err error) {
+	recoverHost := ""
+	if st.OnPostgres() {
+		recoverHost = cfg.Host
+	}
+	// The one batch of endings written before anything runs: stored
+	// here, signed by Run, counted by metrics.recovered.
+	lost, err = st.MarkHostInFlightInfraError(ctx, ender(apitype.StateInfraError, "benchd stopped while the attempt ran"), recoverHost)
+	if err != nil {
+		return nil, nil, fmt.Errorf("unable to recover attempts in flight: %w", err)
+	}
+	for _, id := range lost {
+		log.Warn("attempt in flight at the last stop is now infra_error", "attempt", id)
+	}
+	// Sealing a left journal updates its attempt (head, changeset): such
+	// an attempt is signed again, after its last update.
+	resign = append([]string{}, lost...)
+	for _, id := range recoverJournals(ctx, st, cfg, log) {
+		if !slices.Contains(resign, id) {
+			resign = append(resign, id)
+		}
+	}
+	return lost, resign, nil
 }
 
 // shutdown stops intake and hands the queued attempts back (they stay
@@ -466,16 +498,10 @@ func (s *server) abandonRunning() {
 		if err != nil {
 			continue
 		}
-		now := time.Now().UTC()
-		a.State, a.Phase, a.Pass, a.Reward = apitype.StateInfraError, "", false, 0
-		a.InfraError = errShutdown.Error() + "; it did not stop in time"
-		a.Finished = &now
-		if err := s.store.UpdateAttempt(ctx, a); err != nil {
+		end(&a, apitype.StateInfraError, errShutdown.Error()+"; it did not stop in time")
+		if _, err := s.finish(ctx, &closing{a: a, write: s.store.UpdateAttempt, infra: infraShutdownTimeout}); err != nil {
 			s.log.Error("unable to record an abandoned attempt", "attempt", id, "err", err)
-			continue
 		}
-		s.sign(ctx, id, nil)
-		s.metrics.end(a, infraShutdownTimeout)
 	}
 }
 

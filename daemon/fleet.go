@@ -345,16 +345,17 @@ func (f *fleet) settle(ctx context.Context, id string) error {
 	case a.State == apitype.StateQueued:
 		return fmt.Errorf("attempt %s was not started", id)
 	case a.State == apitype.StateRunning && a.Host == f.s.cfg.Host:
-		now := time.Now().UTC()
-		a.State, a.Phase, a.Pass, a.Reward, a.Finished = apitype.StateInfraError, "", false, 0, &now
-		a.InfraError = "host " + f.s.cfg.Host + " was unable to record the end of the attempt"
-		if err := f.s.store.UpdateRunning(ctx, a); err != nil {
+		end(&a, apitype.StateInfraError, "host "+f.s.cfg.Host+" was unable to record the end of the attempt")
+		if _, err := f.s.finish(ctx, &closing{a: a, write: f.s.store.UpdateRunning, infra: infraEngine}); err != nil {
 			return fmt.Errorf("attempt %s: its end is not recorded: %w", id, err)
 		}
-		f.s.sign(ctx, id, nil)
 	}
 	return nil
 }
+
+// errNotRescued is a rescue that found the attempt's host alive or the
+// attempt ended: nothing was written.
+var errNotRescued = errors.New("attempt not given up")
 
 // rescue is a job whose attempt is running on some host: River's rescuer
 // handed it on. The attempt is given up when its host is silent, and the
@@ -379,25 +380,32 @@ func (f *fleet) rescue(ctx context.Context, job *river.Job[attemptArgs], a apity
 	silent := f.heartbeat * heartbeatsLost
 	why := fmt.Sprintf("host %q stopped while the attempt ran (no heartbeat for %v); host %q gave it up and queued %s in its place",
 		a.Host, silent, s.cfg.Host, retry.ID)
-	got, err := s.store.Rescue(ctx, a.ID, time.Now().Add(-silent), why, retry, request,
-		func(ctx context.Context, tx *sql.Tx) error {
-			if _, err := f.client.InsertTx(ctx, tx, attemptArgs{Attempt: retry.ID}, &river.InsertOpts{Queue: sharedQueue}); err != nil {
+	// The store sets the ending in the transaction that queues the
+	// retry; finish signs and counts it.
+	got := store.RescueEnded
+	_, err = s.finish(ctx, &closing{a: a, infra: infraRescued, write: func(ctx context.Context, _ apitype.Attempt) error {
+		var err error
+		got, err = s.store.Rescue(ctx, a.ID, time.Now().Add(-silent), ender(apitype.StateInfraError, why), retry, request,
+			func(ctx context.Context, tx *sql.Tx) error {
+				if _, err := f.client.InsertTx(ctx, tx, attemptArgs{Attempt: retry.ID}, &river.InsertOpts{Queue: sharedQueue}); err != nil {
+					return err
+				}
+				_, err := river.JobCompleteTx[*riverdatabasesql.Driver](ctx, tx, job)
 				return err
-			}
-			_, err := river.JobCompleteTx[*riverdatabasesql.Driver](ctx, tx, job)
-			return err
-		})
-	switch {
-	case err != nil:
+			})
+		if err == nil && got != store.RescueDone {
+			return errNotRescued
+		}
 		return err
+	}})
+	switch {
 	case got == store.RescueAlive:
 		return river.JobSnooze(f.rescueAfter)
-	case got == store.RescueDone:
-		s.log.Warn("attempt of a silent host given up", "attempt", a.ID, "host", a.Host, "retry", retry.ID)
-		s.sign(ctx, a.ID, nil)
-		if b, err := s.store.GetAttempt(ctx, a.ID); err == nil {
-			s.metrics.end(b, infraRescued)
-		}
+	case errors.Is(err, errNotRescued):
+		return nil
+	case err != nil:
+		return err
 	}
+	s.log.Warn("attempt of a silent host given up", "attempt", a.ID, "host", a.Host, "retry", retry.ID)
 	return nil
 }

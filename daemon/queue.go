@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -134,27 +135,15 @@ func (s *server) requeue(ctx context.Context) error {
 	return nil
 }
 
-// endUnrun ends an attempt that never ran, as canceled or infra_error.
+// endUnrun ends an attempt that never ran, as canceled or infra_error
+// (why), while it is still queued.
 func (s *server) endUnrun(ctx context.Context, a apitype.Attempt, state, why string) apitype.Attempt {
-	now := time.Now().UTC()
-	a.State, a.Phase, a.Pass, a.Reward, a.Finished, a.BenchdVersion = state, "", false, 0, &now, Version
-	if state == apitype.StateInfraError {
-		a.InfraError = why
-	}
-	stored := false
-	if err := s.store.UpdateQueued(ctx, a); err != nil {
+	end(&a, state, why)
+	b, err := s.finish(ctx, &closing{a: a, write: s.store.UpdateQueued, infra: infraRequeue})
+	if err != nil {
 		s.log.Error("unable to record the end of an attempt", "attempt", a.ID, "err", err)
-	} else {
-		stored = true
-		s.sign(ctx, a.ID, nil)
 	}
-	if b, err := s.store.GetAttempt(ctx, a.ID); err == nil {
-		a = b
-	}
-	if stored {
-		s.metrics.end(a, infraRequeue)
-	}
-	return a
+	return b
 }
 
 // submitted is a validated RunRequest: n attempts of each of its tasks.
@@ -310,83 +299,196 @@ func (s *server) next() (*liveAttempt, context.Context, bool) {
 	return la, ctx, true
 }
 
-// execute runs one attempt and records how it ended.
+// execute runs one attempt and records how it ended: start it, run its
+// plan, compose its record from the outcome, and finish it (the one
+// ending path, ending.go).
 func (s *server) execute(ctx context.Context, la *liveAttempt) {
 	defer la.cancel(nil)
 	bg := context.WithoutCancel(ctx)
 	log := s.log.With("attempt", la.id)
-	a, err := s.store.GetAttempt(bg, la.id)
+	a, ok := s.startAttempt(bg, log, la)
+	if !ok {
+		return
+	}
+	ph := s.recordPhases(bg, log, la, a)
+	plan, err := s.plan(la)
+	var out runs.Outcome
+	if err == nil {
+		out, err = s.runner(ctx, la.id, plan, ph.progress)
+	}
+	a.Phase = ph.close()
+	c := s.compose(bg, log, la, a, plan, out, err, context.Cause(ctx))
+	final, err := s.finish(bg, c)
+	if err != nil {
+		logUnstored(log, err)
+	}
+	log.Info("attempt ended", "state", final.State, "pass", final.Pass, "wall_ms", final.WallMS, "infra_error", final.InfraError)
+	s.retire(la, final)
+}
+
+// startAttempt marks la's attempt running on this host, if it is still
+// queued; else it retires la, and ok is false.
+func (s *server) startAttempt(ctx context.Context, log *slog.Logger, la *liveAttempt) (a apitype.Attempt, ok bool) {
+	a, err := s.store.GetAttempt(ctx, la.id)
 	if err != nil {
 		log.Error("queued attempt vanished", "err", err)
 		s.retire(la, apitype.Attempt{ID: la.id, State: apitype.StateInfraError, InfraError: err.Error()})
-		return
+		return a, false
 	}
 	if a.State != apitype.StateQueued {
 		s.retire(la, a)
-		return
+		return a, false
 	}
 	start := time.Now().UTC()
 	a.State, a.Phase, a.Started = apitype.StateRunning, apitype.PhasePrepare, &start
 	a.Host, a.HostKeyID = s.cfg.Host, PublicHostKey(s.key).KeyID
-	if err := s.store.StartAttempt(bg, a); err != nil {
+	if err := s.store.StartAttempt(ctx, a); err != nil {
 		// Canceled, or taken by another host, since it was fetched.
 		log.Warn("attempt not started", "err", err)
-		if b, gerr := s.store.GetAttempt(bg, la.id); gerr == nil {
+		if b, gerr := s.store.GetAttempt(ctx, la.id); gerr == nil {
 			a = b
 		}
 		s.retire(la, a)
-		return
+		return a, false
 	}
 	la.publish(apitype.Event{Attempt: la.id, State: apitype.StateRunning, Phase: apitype.PhasePrepare})
 	log.Info("attempt started", "task", la.req.Task, "agent", la.req.Agent)
+	return a, true
+}
 
-	// Phase changes are stored off the attempt's path, latest first, so
-	// that recovery can say where an attempt stopped.
-	phases := make(chan string, 1)
-	var phaseWriter sync.WaitGroup
-	phaseWriter.Go(func() {
-		for p := range phases {
+// phaseRecorder publishes a running attempt's progress and stores its
+// phase changes off the attempt's path, latest first, so that recovery
+// can say where an attempt stopped.
+type phaseRecorder struct {
+	la     *liveAttempt
+	start  time.Time
+	writer sync.WaitGroup
+	phases chan string
+
+	mu     sync.Mutex
+	last   string
+	closed bool
+}
+
+// recordPhases starts the phase recorder of running attempt a.
+func (s *server) recordPhases(ctx context.Context, log *slog.Logger, la *liveAttempt, a apitype.Attempt) *phaseRecorder {
+	r := &phaseRecorder{la: la, start: *a.Started, phases: make(chan string, 1), last: apitype.PhasePrepare}
+	r.writer.Go(func() {
+		for p := range r.phases {
 			rec := a
 			rec.Phase = p
-			if err := s.store.UpdateRunning(bg, rec); err != nil {
+			if err := s.store.UpdateRunning(ctx, rec); err != nil {
 				log.Warn("unable to record the phase", "phase", p, "err", err)
 			}
 		}
 	})
-	var phaseMu sync.Mutex
-	lastPhase, phasesClosed := apitype.PhasePrepare, false
-	progress := func(ev apitype.Event) {
-		ev.Attempt, ev.State = la.id, apitype.StateRunning
-		if ev.ElapsedMS == 0 {
-			ev.ElapsedMS = time.Since(start).Milliseconds()
-		}
-		la.publish(ev)
-		phaseMu.Lock()
-		defer phaseMu.Unlock()
-		if phasesClosed || ev.Phase == "" || ev.Phase == lastPhase {
-			return
-		}
-		lastPhase = ev.Phase
-		select {
-		case <-phases: // replaced by the newer phase
-		default:
-		}
-		phases <- ev.Phase
-	}
+	return r
+}
 
-	var out runs.Outcome
-	plan, err := s.plan(la)
-	if err == nil {
-		out, err = s.runner(ctx, la.id, plan, progress)
+// progress is the engine's progress callback.
+func (r *phaseRecorder) progress(ev apitype.Event) {
+	ev.Attempt, ev.State = r.la.id, apitype.StateRunning
+	if ev.ElapsedMS == 0 {
+		ev.ElapsedMS = time.Since(r.start).Milliseconds()
 	}
-	phaseMu.Lock()
-	close(phases)
-	phasesClosed = true // a late progress call sends nothing
-	phaseMu.Unlock()
-	phaseWriter.Wait()
+	r.la.publish(ev)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || ev.Phase == "" || ev.Phase == r.last {
+		return
+	}
+	r.last = ev.Phase
+	select {
+	case <-r.phases: // replaced by the newer phase
+	default:
+	}
+	r.phases <- ev.Phase
+}
+
+// close stops the recorder (a late progress call sends nothing) once
+// the stored phase is the last, and returns that phase.
+func (r *phaseRecorder) close() string {
+	r.mu.Lock()
+	close(r.phases)
+	r.closed = true
+	r.mu.Unlock()
+	r.writer.Wait()
+	return r.last
+}
+
+// compose makes the record of running attempt a from what its run
+// returned (out, err, the cause its context was canceled with), sets its
+// ending (end) and says how finish stores it: with its journal, its
+// model calls and (on a fleet) its job's completion in one transaction.
+// The transcript is stored here, scrubbed of the attempt's --env values.
+func (s *server) compose(ctx context.Context, log *slog.Logger, la *liveAttempt, a apitype.Attempt, plan *runs.Plan, out runs.Outcome, err, cause error) *closing {
+	final := s.outcomeRecord(a, plan, out)
+	state, why, infra := endingOf(err, cause)
+	end(&final, state, why)
+	journalPath := ""
+	if out.JournalPath != "" {
+		if _, serr := os.Stat(out.JournalPath); serr == nil {
+			journalPath = out.JournalPath
+			// An attempt cut short has no verdict, but its journal
+			// says what it changed.
+			if final.State != apitype.StateDone && plan != nil {
+				if err := attachJournalFacts(&final, out.JournalPath, plan.Task.Policy); err != nil {
+					log.Warn("unable to read the facts of the journal", "err", err)
+				}
+			}
+		}
+	}
+	scrub := newScrubber(la.env)
+	if err := s.saveTranscript(ctx, la.id, out, scrub); err != nil {
+		log.Warn("unable to store the transcript", "err", err)
+	}
+	scrub.attempt(&final)
+	// The model calls were scrubbed as the gateway stored them; their
+	// sum and cost are the attempt's, signed with it.
+	calls := s.attachModelCalls(&final, out.ModelDir)
+	c := &closing{a: final, infra: infra, phases: out.Phases}
+	if plan != nil && final.TaskSHA256 != "" {
+		c.policy = &apitype.TaskPolicy{Allow: plan.Task.Policy.Allow, Ignore: plan.Task.Policy.Ignore}
+	}
+	// An attempt cut short by this host's shutdown is retried only on a
+	// fleet, where another host takes the retry (unless its --env
+	// values, in this host's memory only, go with it); a canceled one
+	// never.
+	handBack := s.fleet != nil && len(la.env) == 0
+	if !errors.Is(cause, errUserCanceled) && (!errors.Is(cause, errShutdown) || handBack) {
+		c.retry = la
+	}
+	c.write = func(ctx context.Context, a apitype.Attempt) error {
+		return s.storeEnd(ctx, log, c, a, journalPath, calls, la.complete)
+	}
+	return c
+}
+
+// storeEnd stores the end of attempt a with its journal and model calls
+// (store.Finish). A journal that cannot be stored leaves a verdict
+// without its record: a done attempt is then an infra error.
+func (s *server) storeEnd(ctx context.Context, log *slog.Logger, c *closing, a apitype.Attempt, journalPath string, calls []store.ModelCall, inTx func(context.Context, *sql.Tx) error) error {
+	err := s.store.Finish(ctx, store.Finish{Attempt: a, JournalPath: journalPath, ModelCalls: calls, InTx: inTx})
+	if !errors.Is(err, store.ErrJournal) {
+		return err
+	}
+	if a.State == apitype.StateDone {
+		end(&a, apitype.StateInfraError, err.Error())
+		c.infra = infraJournal
+	} else {
+		log.Warn("unable to store the journal", "err", err)
+	}
+	c.a = a
+	return s.store.Finish(ctx, store.Finish{Attempt: a, ModelCalls: calls, InTx: inTx})
+}
+
+// outcomeRecord is running attempt a's record as the engine's outcome
+// has it, with what the store knew of it (ids, times, host, identity)
+// and the plan's limits and bundle hash.
+func (s *server) outcomeRecord(a apitype.Attempt, plan *runs.Plan, out runs.Outcome) apitype.Attempt {
 	final := out.Attempt
-	final.ID, final.Run, final.Task, final.Created, final.Started = a.ID, a.Run, a.Task, a.Created, &start
-	final.Host, final.HostKeyID = a.Host, a.HostKeyID
+	final.ID, final.Run, final.Task, final.Created, final.Started = a.ID, a.Run, a.Task, a.Created, a.Started
+	final.Host, final.HostKeyID, final.State, final.Phase, final.Purpose = a.Host, a.HostKeyID, a.State, a.Phase, a.Purpose
 	if final.Agent.Spec == "" {
 		final.Agent = a.Agent
 	}
@@ -396,113 +498,28 @@ func (s *server) execute(ctx context.Context, la *liveAttempt) {
 	if len(final.Agent.Env) == 0 {
 		final.Agent.Env = a.Agent.Env
 	}
-	var task *tasks.Task
 	if plan != nil {
-		task = plan.Task
 		final.Limits = plan.Limits()
+		if final.TaskSHA256 == "" {
+			final.TaskSHA256, _ = bundleSHA256(plan.Task)
+		}
 	}
-	if final.TaskSHA256 == "" && task != nil {
-		final.TaskSHA256, _ = bundleSHA256(task)
-	}
-	cause := context.Cause(ctx)
-	reason := infraEngine // of an infra error, for the metrics
+	return final
+}
+
+// endingOf is how an attempt whose run returned err, its context
+// canceled with cause, ended, and an infra error's reason for the
+// metrics.
+func endingOf(err, cause error) (state, why, infra string) {
 	switch {
 	case err == nil:
-		final.State = apitype.StateDone
+		return apitype.StateDone, "", ""
 	case errors.Is(cause, errUserCanceled):
-		final.State = apitype.StateCanceled
+		return apitype.StateCanceled, "", ""
 	case errors.Is(cause, errShutdown):
-		final.State = apitype.StateInfraError
-		final.InfraError = fmt.Sprintf("%v: %v", errShutdown, err)
-		reason = infraShutdown
-	default:
-		final.State = apitype.StateInfraError
-		final.InfraError = err.Error()
+		return apitype.StateInfraError, fmt.Sprintf("%v: %v", errShutdown, err), infraShutdown
 	}
-	journalPath := ""
-	if out.JournalPath != "" {
-		if _, serr := os.Stat(out.JournalPath); serr == nil {
-			journalPath = out.JournalPath
-			// An attempt cut short has no verdict, but its journal
-			// says what it changed.
-			if final.State != apitype.StateDone && task != nil {
-				if err := attachJournalFacts(&final, out.JournalPath, task.Policy); err != nil {
-					log.Warn("unable to read the facts of the journal", "err", err)
-				}
-			}
-		}
-	}
-	// What the attempt's text holds of its --env values is scrubbed
-	// here, where it enters the store.
-	scrub := newScrubber(la.env)
-	if err := s.saveTranscript(bg, la.id, out, scrub); err != nil {
-		log.Warn("unable to store the transcript", "err", err)
-	}
-	if final.State != apitype.StateDone {
-		final.Pass, final.Reward = false, 0
-	}
-	if final.Reasons == nil {
-		final.Reasons = []apitype.Reason{}
-	}
-	if final.Changeset == nil {
-		final.Changeset = []apitype.Change{}
-	}
-	scrub.attempt(&final)
-	// The model calls were scrubbed as the gateway stored them; their
-	// sum and cost are the attempt's, signed with it.
-	calls := s.attachModelCalls(&final, out.ModelDir)
-	now := time.Now().UTC()
-	final.Phase, final.Finished, final.BenchdVersion = "", &now, Version
-	// The journal, the verdict and (on a fleet) the job's completion
-	// commit together. A journal that cannot be stored leaves a verdict
-	// without its record: the attempt is then an infra error.
-	err = s.store.Finish(bg, store.Finish{Attempt: final, JournalPath: journalPath, ModelCalls: calls, InTx: la.complete})
-	if errors.Is(err, store.ErrJournal) {
-		if final.State == apitype.StateDone {
-			final.State = apitype.StateInfraError
-			final.InfraError = err.Error()
-			final.Pass, final.Reward = false, 0
-			reason = infraJournal
-		} else {
-			log.Warn("unable to store the journal", "err", err)
-		}
-		err = s.store.Finish(bg, store.Finish{Attempt: final, ModelCalls: calls, InTx: la.complete})
-	}
-	if err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			log.Error("the end of the attempt is not recorded: the fleet gave it up, or it is scored already", "err", err)
-		} else {
-			log.Error("unable to record the end of an attempt", "err", err)
-		}
-		if b, gerr := s.store.GetAttempt(bg, la.id); gerr == nil {
-			final = b
-		}
-	} else {
-		var pol *apitype.TaskPolicy
-		if task != nil && final.TaskSHA256 != "" {
-			pol = &apitype.TaskPolicy{Allow: task.Policy.Allow, Ignore: task.Policy.Ignore}
-		}
-		s.sign(bg, la.id, pol)
-		if a, err := s.store.GetAttempt(bg, la.id); err == nil {
-			final = a // as signed
-		}
-		s.metrics.end(final, reason)
-		if final.State == apitype.StateDone {
-			s.metrics.graded(out.Phases)
-		}
-		// An attempt cut short by this host's shutdown is retried only
-		// on a fleet, where another host takes the retry (unless its
-		// --env values, in this host's memory only, go with it).
-		handBack := s.fleet != nil && len(la.env) == 0
-		if final.State == apitype.StateInfraError && (!errors.Is(cause, errShutdown) || handBack) && !errors.Is(cause, errUserCanceled) {
-			s.retryAuto(bg, log, final, la)
-			if a, err := s.store.GetAttempt(bg, la.id); err == nil {
-				final = a // with retried_by
-			}
-		}
-	}
-	log.Info("attempt ended", "state", final.State, "pass", final.Pass, "wall_ms", final.WallMS, "infra_error", final.InfraError)
-	s.retire(la, final)
+	return apitype.StateInfraError, err.Error(), infraEngine
 }
 
 // plan resolves la's request, as the store keeps it, with its
@@ -582,14 +599,12 @@ func (s *server) cancelAttempt(ctx context.Context, id string) (apitype.Attempt,
 // heartbeat. It waits until the attempt has ended.
 func (s *server) cancelElsewhere(ctx context.Context, a apitype.Attempt) (apitype.Attempt, error) {
 	if a.State == apitype.StateQueued {
-		now := time.Now().UTC()
 		b := a
-		b.State, b.Phase, b.Pass, b.Reward, b.Finished, b.BenchdVersion = apitype.StateCanceled, "", false, 0, &now, Version
-		err := s.store.UpdateQueued(context.WithoutCancel(ctx), b)
+		end(&b, apitype.StateCanceled, "")
+		b, err := s.finish(context.WithoutCancel(ctx), &closing{a: b, write: s.store.UpdateQueued})
 		if err == nil {
-			s.sign(context.WithoutCancel(ctx), a.ID, nil)
 			s.log.Info("queued attempt canceled", "attempt", a.ID)
-			return s.store.GetAttempt(ctx, a.ID)
+			return b, nil
 		}
 		if !errors.Is(err, store.ErrConflict) {
 			return apitype.Attempt{}, err

@@ -403,20 +403,19 @@ func (s *Store) ListAttempts(ctx context.Context, f Filter) ([]apitype.Attempt, 
 }
 
 // MarkInFlightInfraError is start-up recovery: every attempt in state
-// running (in flight when benchd stopped) becomes infra_error, with
-// reason as its InfraError and Finished set to now; its Phase is kept
-// (where it stopped). Queued attempts are left queued. It returns the ids
-// changed, oldest first.
-func (s *Store) MarkInFlightInfraError(ctx context.Context, reason string) ([]string, error) {
-	return s.MarkHostInFlightInfraError(ctx, reason, "")
+// running (in flight when benchd stopped) gets its ending from end (the
+// daemon's one ending: infra_error, its phase kept, where it stopped).
+// Queued attempts are left queued. It returns the ids changed, oldest
+// first.
+func (s *Store) MarkInFlightInfraError(ctx context.Context, end func(*apitype.Attempt)) ([]string, error) {
+	return s.MarkHostInFlightInfraError(ctx, end, "")
 }
 
 // MarkHostInFlightInfraError is MarkInFlightInfraError of the attempts
 // running on host only (every host's when host is empty): on a fleet a
 // starting benchd recovers its own, and leaves the others' to their
 // hosts and to Rescue.
-func (s *Store) MarkHostInFlightInfraError(ctx context.Context, reason, host string) ([]string, error) {
-	now := time.Now().UTC()
+func (s *Store) MarkHostInFlightInfraError(ctx context.Context, end func(*apitype.Attempt), host string) ([]string, error) {
 	ids := []string{}
 	err := s.writeTx(ctx, func(tx *tx) error {
 		q, args := attemptSelect+` WHERE a.state = ?`, []any{apitype.StateRunning}
@@ -441,9 +440,7 @@ func (s *Store) MarkHostInFlightInfraError(ctx context.Context, reason, host str
 			return err
 		}
 		for _, a := range inflight {
-			a.State = apitype.StateInfraError
-			a.InfraError = reason
-			a.Finished = &now
+			end(&a)
 			row, err := toRow(a)
 			if err != nil {
 				return err
@@ -460,7 +457,7 @@ func (s *Store) MarkHostInFlightInfraError(ctx context.Context, reason, host str
 		return nil, fmt.Errorf("unable to mark in-flight attempts: %w", err)
 	}
 	if len(ids) > 0 {
-		s.log.Warn("in-flight attempts marked infra_error", "attempts", ids, "reason", reason)
+		s.log.Warn("in-flight attempts marked infra_error", "attempts", ids)
 	}
 	return ids, nil
 }

@@ -90,7 +90,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Errorf("foreign_key_check: got %d violations, want 0", fk)
 	}
 
-	ids, err := s.MarkInFlightInfraError(ctx, "benchd restarted: the attempt was in flight")
+	ids, err := s.MarkInFlightInfraError(ctx, infraEnd("benchd restarted: the attempt was in flight"))
 	must(t, err)
 	if !reflect.DeepEqual(ids, []string{"running"}) {
 		t.Errorf("recovered %v, want [running]", ids)

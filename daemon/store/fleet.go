@@ -335,12 +335,13 @@ const (
 )
 
 // Rescue gives up running attempt id when its host has been silent since
-// before staleBefore: in one transaction the attempt becomes an infra
-// error (reason) and retry (a new queued attempt of the same run, with
+// before staleBefore: in one transaction the attempt gets its ending
+// from end (the daemon's one ending: an infra error naming the silent
+// host) and retry (a new queued attempt of the same run, with
 // request) is made as its retry, and inTx runs (queueing the retry).
 // Whichever host ran it can no longer record anything of it (its
 // updates match ErrConflict).
-func (s *Store) Rescue(ctx context.Context, id string, staleBefore time.Time, reason string, retry apitype.Attempt, request []byte, inTx func(ctx context.Context, tx *sql.Tx) error) (Rescued, error) {
+func (s *Store) Rescue(ctx context.Context, id string, staleBefore time.Time, end func(*apitype.Attempt), retry apitype.Attempt, request []byte, inTx func(ctx context.Context, tx *sql.Tx) error) (Rescued, error) {
 	result := RescueEnded
 	rrow, err := newRow(&retry)
 	if err != nil {
@@ -363,8 +364,7 @@ func (s *Store) Rescue(ctx context.Context, id string, staleBefore time.Time, re
 			result = RescueAlive
 			return nil
 		}
-		now := time.Now().UTC()
-		a.State, a.Pass, a.Reward, a.InfraError, a.Finished = apitype.StateInfraError, false, 0, reason, &now
+		end(&a)
 		row, err := toRow(a)
 		if err != nil {
 			return err

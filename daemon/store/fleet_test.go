@@ -142,7 +142,7 @@ func TestRescue(t *testing.T) {
 			return apitype.Attempt{ID: id, Run: "r1", Task: "rt-01", Created: base}
 		}
 		// Alive: seen just now.
-		got, err := s.Rescue(ctx, "a1", time.Now().Add(-time.Minute), "silent", retry("b0"), nil, nil)
+		got, err := s.Rescue(ctx, "a1", time.Now().Add(-time.Minute), infraEnd("silent"), retry("b0"), nil, nil)
 		must(t, err)
 		if got != RescueAlive {
 			t.Fatalf("rescue of a live host's attempt: got %v, want RescueAlive", got)
@@ -152,7 +152,7 @@ func TestRescue(t *testing.T) {
 		}
 		// Silent, with an InTx that fails: nothing changes.
 		boom := errors.New("boom")
-		_, err = s.Rescue(ctx, "a1", time.Now().Add(time.Minute), "silent", retry("b1"), nil,
+		_, err = s.Rescue(ctx, "a1", time.Now().Add(time.Minute), infraEnd("silent"), retry("b1"), nil,
 			func(context.Context, *sql.Tx) error { return boom })
 		if !errors.Is(err, boom) {
 			t.Fatalf("rescue with a failing InTx: got %v, want boom", err)
@@ -165,7 +165,7 @@ func TestRescue(t *testing.T) {
 		results := make([]Rescued, 8)
 		for i := range results {
 			wg.Go(func() {
-				r, err := s.Rescue(ctx, "a1", time.Now().Add(time.Minute), "host h1 went silent", retry("b-"+string(rune('a'+i))), []byte(`{}`), nil)
+				r, err := s.Rescue(ctx, "a1", time.Now().Add(time.Minute), infraEnd("host h1 went silent"), retry("b-"+string(rune('a'+i))), []byte(`{}`), nil)
 				if err != nil {
 					t.Errorf("rescue %d: %v", i, err)
 				}
@@ -227,13 +227,13 @@ func TestHeartbeatCancel(t *testing.T) {
 		before := time.Now()
 		_, err = s.Heartbeat(ctx, "h1")
 		must(t, err)
-		got, err := s.Rescue(ctx, "a1", before, "silent", apitype.Attempt{ID: "r", Run: "r1", Task: "rt-01", Created: base}, nil, nil)
+		got, err := s.Rescue(ctx, "a1", before, infraEnd("silent"), apitype.Attempt{ID: "r", Run: "r1", Task: "rt-01", Created: base}, nil, nil)
 		must(t, err)
 		if got != RescueAlive {
 			t.Errorf("after a heartbeat: got %v, want RescueAlive", got)
 		}
 		// Recovery at start marks only its own host's.
-		lost, err := s.MarkHostInFlightInfraError(ctx, "benchd stopped", "h1")
+		lost, err := s.MarkHostInFlightInfraError(ctx, infraEnd("benchd stopped"), "h1")
 		must(t, err)
 		if len(lost) != 1 || lost[0] != "a1" {
 			t.Errorf("h1's recovery: got %v, want [a1]", lost)

@@ -177,3 +177,13 @@ func insertOld(t testing.TB, db interface {
 		a.ID, row.run, a.Task, a.State, row.created, row.data)
 	must(t, err)
 }
+
+// infraEnd is an ending as the daemon sets it (its end), for the store's
+// own endings (MarkInFlightInfraError, Rescue): infra_error with reason,
+// finished now, no verdict, the phase kept.
+func infraEnd(reason string) func(*apitype.Attempt) {
+	return func(a *apitype.Attempt) {
+		now := time.Now().UTC()
+		a.State, a.InfraError, a.Finished, a.Pass, a.Reward = apitype.StateInfraError, reason, &now, false, 0
+	}
+}

@@ -114,7 +114,7 @@ func TestMarkInFlightInfraError(t *testing.T) {
 			before[id] = a
 		}
 		now := time.Now()
-		got, err := s.MarkInFlightInfraError(ctx, "benchd stopped while the attempt ran")
+		got, err := s.MarkInFlightInfraError(ctx, infraEnd("benchd stopped while the attempt ran"))
 		must(t, err)
 		if want := []string{"r1", "r2"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("got ids %v, want %v", got, want)
@@ -143,7 +143,7 @@ func TestMarkInFlightInfraError(t *testing.T) {
 				}
 			})
 		}
-		again, err := s.MarkInFlightInfraError(ctx, "again")
+		again, err := s.MarkInFlightInfraError(ctx, infraEnd("again"))
 		must(t, err)
 		if len(again) != 0 {
 			t.Errorf("second call: got %v, want no attempt", again)
