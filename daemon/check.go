@@ -28,48 +28,13 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) error {
 	if stream != "" && stream != "1" {
 		return fmt.Errorf("stream=%q: want 1: %w", stream, errInvalid)
 	}
-	var list []*tasks.Task
-	if id := r.URL.Query().Get("task"); id != "" {
-		id, err := canonicalTaskID(id)
-		if err != nil {
-			return err
-		}
-		t, err := tasks.Find(s.cfg.TasksDir, id)
-		if err != nil {
-			return fmt.Errorf("task %q: %w", id, err)
-		}
-		list = []*tasks.Task{t}
-	} else {
-		all, err := tasks.LoadAll(s.cfg.TasksDir)
-		if err != nil {
-			return fmt.Errorf("unable to load the task store: %w", err)
-		}
-		list = all
+	list, err := s.checkTasks(r.URL.Query().Get("task"))
+	if err != nil {
+		return err
 	}
-
-	type item struct {
-		expect tasks.Expect
-		sub    submitted
-		res    apitype.CheckResult
-	}
-	var items []item
-	for _, t := range list {
-		known := append([]tasks.Attempt{t.Reference()}, t.Attempts...)
-		for _, ka := range known {
-			agent := apitype.AgentAttemptPrefix + ka.Name
-			if ka.Name == t.Reference().Name {
-				agent = apitype.AgentReference
-			}
-			sub, err := s.validate(apitype.RunRequest{Task: t.ID, Agent: agent, Purpose: apitype.PurposeCheck})
-			if err != nil {
-				return fmt.Errorf("task %s, %s: %w", t.ID, agent, err)
-			}
-			res := apitype.CheckResult{Task: t.ID, Agent: agent, WantPass: ka.Expect.Pass, GotCodes: []string{}}
-			if !ka.Expect.Pass {
-				res.WantCode = ka.Expect.Code
-			}
-			items = append(items, item{expect: ka.Expect, sub: sub, res: res})
-		}
+	items, err := s.checkItems(list)
+	if err != nil {
+		return err
 	}
 	var ids []string
 	cancelAll := func() {
@@ -138,14 +103,7 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) error {
 		if e.err != nil {
 			return fail(e.err)
 		}
-		it := items[e.i]
-		res := it.res
-		res.GotPass = e.a.Pass
-		for _, rs := range e.a.Reasons {
-			res.GotCodes = append(res.GotCodes, rs.Code)
-		}
-		res.OK = e.a.State == apitype.StateDone && e.a.Pass == it.expect.Pass &&
-			(it.expect.Pass || slices.Contains(res.GotCodes, it.expect.Code))
+		res := items[e.i].result(e.a)
 		if !res.OK {
 			out.OK = false
 		}
@@ -160,6 +118,73 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// checkTasks are the tasks a check names: the one of id, or every task
+// of the store when id is empty.
+func (s *server) checkTasks(id string) ([]*tasks.Task, error) {
+	if id == "" {
+		all, err := tasks.LoadAll(s.cfg.TasksDir)
+		if err != nil {
+			return nil, fmt.Errorf("unable to load the task store: %w", err)
+		}
+		return all, nil
+	}
+	id, err := canonicalTaskID(id)
+	if err != nil {
+		return nil, err
+	}
+	t, err := tasks.Find(s.cfg.TasksDir, id)
+	if err != nil {
+		return nil, fmt.Errorf("task %q: %w", id, err)
+	}
+	return []*tasks.Task{t}, nil
+}
+
+// checkItem is one known attempt of a check: what its bundle expects,
+// its validated request and its result so far.
+type checkItem struct {
+	expect tasks.Expect
+	sub    submitted
+	res    apitype.CheckResult
+}
+
+// checkItems validates a run of the reference and of every known attempt
+// of each task of list, before any is submitted.
+func (s *server) checkItems(list []*tasks.Task) ([]checkItem, error) {
+	var items []checkItem
+	for _, t := range list {
+		known := append([]tasks.Attempt{t.Reference()}, t.Attempts...)
+		for _, ka := range known {
+			agent := apitype.AgentAttemptPrefix + ka.Name
+			if ka.Name == t.Reference().Name {
+				agent = apitype.AgentReference
+			}
+			sub, err := s.validate(apitype.RunRequest{Task: t.ID, Agent: agent, Purpose: apitype.PurposeCheck})
+			if err != nil {
+				return nil, fmt.Errorf("task %s, %s: %w", t.ID, agent, err)
+			}
+			res := apitype.CheckResult{Task: t.ID, Agent: agent, WantPass: ka.Expect.Pass, GotCodes: []string{}}
+			if !ka.Expect.Pass {
+				res.WantCode = ka.Expect.Code
+			}
+			items = append(items, checkItem{expect: ka.Expect, sub: sub, res: res})
+		}
+	}
+	return items, nil
+}
+
+// result is it's result once its attempt a has ended: OK when a is done
+// with the pass the bundle expects and, for a failure, its reason code.
+func (it checkItem) result(a apitype.Attempt) apitype.CheckResult {
+	res := it.res
+	res.GotPass = a.Pass
+	for _, rs := range a.Reasons {
+		res.GotCodes = append(res.GotCodes, rs.Code)
+	}
+	res.OK = a.State == apitype.StateDone && a.Pass == it.expect.Pass &&
+		(it.expect.Pass || slices.Contains(res.GotCodes, it.expect.Code))
+	return res
 }
 
 // await waits until attempt id has ended and returns it.
