@@ -73,226 +73,12 @@ func (s *Store) Prune(ctx context.Context, f PruneFilter) (Pruned, error) {
 	}
 	s.blobMu.Lock()
 	defer s.blobMu.Unlock()
-	var (
-		out   Pruned
-		files []string // SQLite: the blob files to remove
-		local []string // PostgreSQL: the blobs to drop from this host's cache
-	)
 	_, pg := s.d.(postgresDialect)
+	var p *pruning
 	err = s.writeTx(ctx, func(tx *tx) error {
-		out, files, local = Pruned{}, nil, nil
-		type victim struct {
-			n   int64
-			id  string
-			run string
-		}
-		var victims []victim
-		rows, err := tx.QueryContext(ctx, `SELECT a.n, a.id, a.run FROM attempts a WHERE `+where+` ORDER BY a.created, a.n`, args...)
-		if err != nil {
+		p = &pruning{s: s, tx: tx, pg: pg, where: where, args: args}
+		if err := p.run(ctx); err != nil {
 			return err
-		}
-		for rows.Next() {
-			var v victim
-			var run *string
-			if err := rows.Scan(&v.n, &v.id, &run); err != nil {
-				rows.Close()
-				return err
-			}
-			if run != nil {
-				v.run = *run
-			}
-			victims = append(victims, v)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(victims) == 0 {
-			return nil
-		}
-		// A kept retry's signed statement names the attempt it retries
-		// (retry_of): an attempt goes only with its retry.
-		sub := `(SELECT a.n FROM attempts a WHERE ` + where + `)`
-		retriedBy := map[int64]int64{}
-		rows, err = tx.QueryContext(ctx, `SELECT r.retry_of, r.attempt FROM retries r WHERE r.retry_of IN `+sub, args...)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var of, by int64
-			if err := rows.Scan(&of, &by); err != nil {
-				rows.Close()
-				return err
-			}
-			retriedBy[of] = by
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		gone := map[int64]bool{}
-		for _, v := range victims {
-			gone[v.n] = true
-		}
-		for changed := true; changed; {
-			changed = false
-			for of, by := range retriedBy {
-				if gone[of] && !gone[by] {
-					gone[of], changed = false, true
-				}
-			}
-		}
-		selected := victims
-		victims = nil
-		for _, v := range selected {
-			if gone[v.n] {
-				victims = append(victims, v)
-			} else {
-				out.KeptForRetries = append(out.KeptForRetries, v.id)
-			}
-		}
-		if len(victims) == 0 {
-			return nil
-		}
-		ns := make([]int64, len(victims))
-		for i, v := range victims {
-			ns[i] = v.n
-		}
-		if !pg {
-			if err := s.listLegacyBlobs(ctx, tx); err != nil {
-				return err
-			}
-		}
-		named := map[string]bool{}
-		err = inBatches(ns, func(in string, args []any) error {
-			for _, q := range []string{
-				`SELECT coalesce(sum(bytes), 0) FROM journals WHERE attempt IN ` + in,
-				`SELECT coalesce(sum(length(stdout) + length(stderr)), 0) FROM transcripts WHERE attempt IN ` + in,
-				`SELECT coalesce(sum(length(envelope)), 0) FROM signatures WHERE attempt IN ` + in,
-				`SELECT coalesce(sum(length(request)), 0) FROM requests WHERE attempt IN ` + in,
-				`SELECT coalesce(sum(length(call) + length(request) + length(response)), 0) FROM model_calls WHERE attempt IN ` + in,
-			} {
-				var n int64
-				if err := tx.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
-					return err
-				}
-				out.RecordBytes += n
-			}
-			rows, err := tx.QueryContext(ctx, `SELECT DISTINCT sha FROM journal_blobs WHERE attempt IN `+in, args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var sha string
-				if err := rows.Scan(&sha); err != nil {
-					return err
-				}
-				named[sha] = true
-			}
-			return rows.Err()
-		})
-		if err != nil {
-			return err
-		}
-		shas := make([]string, 0, len(named))
-		for sha := range named {
-			shas = append(shas, sha)
-		}
-		slices.Sort(shas)
-		for _, v := range victims {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM journal_lines WHERE k BETWEEN ? AND ?`, lineKey(v.n, 0), lineKey(v.n, maxSeq)); err != nil {
-				return err
-			}
-		}
-		err = inBatches(ns, func(in string, args []any) error {
-			for _, q := range []string{
-				`DELETE FROM journal_blobs WHERE attempt IN ` + in,
-				`DELETE FROM model_calls WHERE attempt IN ` + in,
-				`DELETE FROM journals WHERE attempt IN ` + in,
-				`DELETE FROM transcripts WHERE attempt IN ` + in,
-				`DELETE FROM signatures WHERE attempt IN ` + in,
-				`DELETE FROM requests WHERE attempt IN ` + in,
-				`DELETE FROM reviews WHERE attempt IN ` + in,
-				`DELETE FROM scored WHERE attempt IN ` + in,
-				`DELETE FROM scored WHERE root IN ` + in,
-				`DELETE FROM retries WHERE attempt IN ` + in,
-				`DELETE FROM retries WHERE retry_of IN ` + in,
-			} {
-				if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-					return translate(err)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		// The attempts last: the rows above refer to them.
-		err = inBatches(ns, func(in string, args []any) error {
-			_, err := tx.ExecContext(ctx, `DELETE FROM attempts WHERE n IN `+in, args...)
-			return translate(err)
-		})
-		if err != nil {
-			return err
-		}
-		var runs []runPrune
-		at := map[string]int{}
-		for _, v := range victims {
-			out.Attempts = append(out.Attempts, v.id)
-			if v.run == "" {
-				continue
-			}
-			i, ok := at[v.run]
-			if !ok {
-				i = len(runs)
-				at[v.run] = i
-				runs = append(runs, runPrune{run: v.run})
-			}
-			runs[i].gone = append(runs[i].gone, v.id)
-		}
-		if out.Runs, err = pruneRuns(ctx, tx, runs); err != nil {
-			return err
-		}
-		for _, sha := range shas {
-			var named int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM journal_blobs WHERE sha = ?`, sha).Scan(&named); err != nil {
-				return err
-			}
-			if named > 0 {
-				continue
-			}
-			if pg {
-				var size int64
-				err := tx.QueryRowContext(ctx, `SELECT size FROM blobs WHERE sha = ?`, sha).Scan(&size)
-				if err != nil {
-					return fmt.Errorf("blob %s: %w", sha, translate(err))
-				}
-				if _, err := tx.ExecContext(ctx, `DELETE FROM blob_chunks WHERE sha = ?`, sha); err != nil {
-					return err
-				}
-				if _, err := tx.ExecContext(ctx, `DELETE FROM blobs WHERE sha = ?`, sha); err != nil {
-					return err
-				}
-				out.Blobs++
-				out.BlobBytes += size
-				local = append(local, sha)
-				continue
-			}
-			p, err := s.blobs.Path(sha)
-			if err != nil {
-				return err
-			}
-			st, err := os.Stat(p)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			out.Blobs++
-			out.BlobBytes += st.Size()
-			files = append(files, p)
 		}
 		if f.DryRun {
 			return errDryRun
@@ -300,33 +86,310 @@ func (s *Store) Prune(ctx context.Context, f PruneFilter) (Pruned, error) {
 		return nil
 	})
 	if errors.Is(err, errDryRun) {
-		return out, nil
+		return p.out, nil
 	}
 	if err != nil {
 		return Pruned{}, fmt.Errorf("unable to prune: %w", err)
 	}
-	// Committed: the blobs no journal names can go.
+	return p.out, p.removeFiles()
+}
+
+// pruning is one prune's transaction: what it selected, and what it
+// found and deleted so far.
+type pruning struct {
+	s       *Store
+	tx      *tx
+	pg      bool
+	where   string // the attempts selected (Filter.where)
+	args    []any
+	victims []victim
+	out     Pruned
+	files   []string // SQLite: the blob files to remove once committed
+	local   []string // PostgreSQL: the blobs to drop from this host's cache
+}
+
+// victim is an attempt a prune deletes.
+type victim struct {
+	n   int64
+	id  string
+	run string
+}
+
+// run is the prune in its transaction: select, keep what a kept retry
+// names, measure, delete the records, the attempts, their runs and the
+// blobs no journal names any more.
+func (p *pruning) run(ctx context.Context) error {
+	if err := p.selectVictims(ctx); err != nil || len(p.victims) == 0 {
+		return err
+	}
+	if err := p.keepRetried(ctx); err != nil || len(p.victims) == 0 {
+		return err
+	}
+	ns := make([]int64, len(p.victims))
+	for i, v := range p.victims {
+		ns[i] = v.n
+	}
+	if !p.pg {
+		if err := p.s.listLegacyBlobs(ctx, p.tx); err != nil {
+			return err
+		}
+	}
+	shas, err := p.measure(ctx, ns)
+	if err != nil {
+		return err
+	}
+	if err := p.deleteRecords(ctx, ns); err != nil {
+		return err
+	}
+	if err := p.deleteRuns(ctx); err != nil {
+		return err
+	}
+	return p.dropBlobs(ctx, shas)
+}
+
+// selectVictims lists the attempts selected, oldest first.
+func (p *pruning) selectVictims(ctx context.Context) error {
+	rows, err := p.tx.QueryContext(ctx, `SELECT a.n, a.id, a.run FROM attempts a WHERE `+p.where+` ORDER BY a.created, a.n`, p.args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v victim
+		var run *string
+		if err := rows.Scan(&v.n, &v.id, &run); err != nil {
+			return err
+		}
+		if run != nil {
+			v.run = *run
+		}
+		p.victims = append(p.victims, v)
+	}
+	return rows.Err()
+}
+
+// keepRetried keeps the victims a kept retry retries: its signed
+// statement names the attempt it retries (retry_of), so an attempt goes
+// only with its retry.
+func (p *pruning) keepRetried(ctx context.Context) error {
+	sub := `(SELECT a.n FROM attempts a WHERE ` + p.where + `)`
+	retriedBy := map[int64]int64{}
+	rows, err := p.tx.QueryContext(ctx, `SELECT r.retry_of, r.attempt FROM retries r WHERE r.retry_of IN `+sub, p.args...)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var of, by int64
+		if err := rows.Scan(&of, &by); err != nil {
+			rows.Close()
+			return err
+		}
+		retriedBy[of] = by
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	gone := map[int64]bool{}
+	for _, v := range p.victims {
+		gone[v.n] = true
+	}
+	for changed := true; changed; {
+		changed = false
+		for of, by := range retriedBy {
+			if gone[of] && !gone[by] {
+				gone[of], changed = false, true
+			}
+		}
+	}
+	selected := p.victims
+	p.victims = nil
+	for _, v := range selected {
+		if gone[v.n] {
+			p.victims = append(p.victims, v)
+		} else {
+			p.out.KeptForRetries = append(p.out.KeptForRetries, v.id)
+		}
+	}
+	return nil
+}
+
+// measure adds the bytes of the victims' records to RecordBytes and
+// returns the blobs their journals name, sorted.
+func (p *pruning) measure(ctx context.Context, ns []int64) ([]string, error) {
+	named := map[string]bool{}
+	err := inBatches(ns, func(in string, args []any) error {
+		for _, q := range []string{
+			`SELECT coalesce(sum(bytes), 0) FROM journals WHERE attempt IN ` + in,
+			`SELECT coalesce(sum(length(stdout) + length(stderr)), 0) FROM transcripts WHERE attempt IN ` + in,
+			`SELECT coalesce(sum(length(envelope)), 0) FROM signatures WHERE attempt IN ` + in,
+			`SELECT coalesce(sum(length(request)), 0) FROM requests WHERE attempt IN ` + in,
+			`SELECT coalesce(sum(length(call) + length(request) + length(response)), 0) FROM model_calls WHERE attempt IN ` + in,
+		} {
+			var n int64
+			if err := p.tx.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+				return err
+			}
+			p.out.RecordBytes += n
+		}
+		rows, err := p.tx.QueryContext(ctx, `SELECT DISTINCT sha FROM journal_blobs WHERE attempt IN `+in, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var sha string
+			if err := rows.Scan(&sha); err != nil {
+				return err
+			}
+			named[sha] = true
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	shas := make([]string, 0, len(named))
+	for sha := range named {
+		shas = append(shas, sha)
+	}
+	slices.Sort(shas)
+	return shas, nil
+}
+
+// deleteRecords deletes the victims' journal lines and every row that
+// refers to them, then the attempts.
+func (p *pruning) deleteRecords(ctx context.Context, ns []int64) error {
+	for _, v := range p.victims {
+		if _, err := p.tx.ExecContext(ctx, `DELETE FROM journal_lines WHERE k BETWEEN ? AND ?`, lineKey(v.n, 0), lineKey(v.n, maxSeq)); err != nil {
+			return err
+		}
+	}
+	err := inBatches(ns, func(in string, args []any) error {
+		for _, q := range []string{
+			`DELETE FROM journal_blobs WHERE attempt IN ` + in,
+			`DELETE FROM model_calls WHERE attempt IN ` + in,
+			`DELETE FROM journals WHERE attempt IN ` + in,
+			`DELETE FROM transcripts WHERE attempt IN ` + in,
+			`DELETE FROM signatures WHERE attempt IN ` + in,
+			`DELETE FROM requests WHERE attempt IN ` + in,
+			`DELETE FROM reviews WHERE attempt IN ` + in,
+			`DELETE FROM scored WHERE attempt IN ` + in,
+			`DELETE FROM scored WHERE root IN ` + in,
+			`DELETE FROM retries WHERE attempt IN ` + in,
+			`DELETE FROM retries WHERE retry_of IN ` + in,
+		} {
+			if _, err := p.tx.ExecContext(ctx, q, args...); err != nil {
+				return translate(err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// The attempts last: the rows above refer to them.
+	return inBatches(ns, func(in string, args []any) error {
+		_, err := p.tx.ExecContext(ctx, `DELETE FROM attempts WHERE n IN `+in, args...)
+		return translate(err)
+	})
+}
+
+// deleteRuns lists the victims as pruned and deletes the runs left
+// without attempts (pruneRuns).
+func (p *pruning) deleteRuns(ctx context.Context) error {
+	var runs []runPrune
+	at := map[string]int{}
+	for _, v := range p.victims {
+		p.out.Attempts = append(p.out.Attempts, v.id)
+		if v.run == "" {
+			continue
+		}
+		i, ok := at[v.run]
+		if !ok {
+			i = len(runs)
+			at[v.run] = i
+			runs = append(runs, runPrune{run: v.run})
+		}
+		runs[i].gone = append(runs[i].gone, v.id)
+	}
+	var err error
+	p.out.Runs, err = pruneRuns(ctx, p.tx, runs)
+	return err
+}
+
+// dropBlobs drops the blobs of shas that no journal names any more: on
+// PostgreSQL their rows (and, once committed, this host's cached copy),
+// on SQLite their files once committed.
+func (p *pruning) dropBlobs(ctx context.Context, shas []string) error {
+	for _, sha := range shas {
+		var named int
+		if err := p.tx.QueryRowContext(ctx, `SELECT count(*) FROM journal_blobs WHERE sha = ?`, sha).Scan(&named); err != nil {
+			return err
+		}
+		if named > 0 {
+			continue
+		}
+		if p.pg {
+			var size int64
+			err := p.tx.QueryRowContext(ctx, `SELECT size FROM blobs WHERE sha = ?`, sha).Scan(&size)
+			if err != nil {
+				return fmt.Errorf("blob %s: %w", sha, translate(err))
+			}
+			if _, err := p.tx.ExecContext(ctx, `DELETE FROM blob_chunks WHERE sha = ?`, sha); err != nil {
+				return err
+			}
+			if _, err := p.tx.ExecContext(ctx, `DELETE FROM blobs WHERE sha = ?`, sha); err != nil {
+				return err
+			}
+			p.out.Blobs++
+			p.out.BlobBytes += size
+			p.local = append(p.local, sha)
+			continue
+		}
+		path, err := p.s.blobs.Path(sha)
+		if err != nil {
+			return err
+		}
+		st, err := os.Stat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		p.out.Blobs++
+		p.out.BlobBytes += st.Size()
+		p.files = append(p.files, path)
+	}
+	return nil
+}
+
+// removeFiles removes, once the prune is committed, the blob files no
+// journal names and this host's cached copies of the blobs dropped.
+func (p *pruning) removeFiles() error {
 	var errs []error
-	for _, p := range files {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for _, path := range p.files {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	for _, sha := range local {
-		if p, err := s.blobs.Path(sha); err == nil {
-			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for _, sha := range p.local {
+		if path, err := p.s.blobs.Path(sha); err == nil {
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}
 		}
 	}
+	out := p.out
 	if len(out.Attempts) > 0 {
-		s.log.Info("attempts pruned", "attempts", len(out.Attempts), "runs", out.Runs, "blobs", out.Blobs,
+		p.s.log.Info("attempts pruned", "attempts", len(out.Attempts), "runs", out.Runs, "blobs", out.Blobs,
 			"blob_bytes", out.BlobBytes, "record_bytes", out.RecordBytes)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return out, fmt.Errorf("pruned, but unable to remove blob files: %w", err)
+		return fmt.Errorf("pruned, but unable to remove blob files: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
 // pruneBatch bounds the row numbers of one statement (SQLite takes
