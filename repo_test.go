@@ -1,6 +1,7 @@
 // Package repo_test holds checks on the repository as a whole: every
-// package has a doc comment, and imports follow the layers of
-// docs/design.md.
+// package has a doc comment, imports follow the layers of
+// docs/design.md, the functions its step table names exist, and no
+// function of daemon/ outgrows its bound.
 package repo_test
 
 import (
@@ -245,4 +246,90 @@ func TestFunctionLengths(t *testing.T) {
 			t.Errorf("%s of longFuncs is gone: take it out", name)
 		}
 	}
+}
+
+// TestStepTable: each function docs/design.md's step table names (its
+// package, and Type.Method or a function's name) exists in that
+// package's code, so that the table a newcomer reads follows the code.
+func TestStepTable(t *testing.T) {
+	b, err := os.ReadFile("docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## One attempt, step by step\n")
+	if !ok {
+		t.Fatal(`docs/design.md has no section "One attempt, step by step"`)
+	}
+	_, table, ok := strings.Cut(section, "\n| # | Step | Package | Function |\n")
+	if !ok {
+		t.Fatal("docs/design.md's steps have no table | # | Step | Package | Function |")
+	}
+	rows := 0
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			break // the table's end
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if len(cells) != 4 {
+			t.Errorf("step table row %q: want 4 cells", line)
+			continue
+		}
+		if strings.HasPrefix(strings.TrimSpace(cells[0]), "-") {
+			continue // the header's rule
+		}
+		rows++
+		pkg := strings.Trim(strings.TrimSpace(cells[2]), "`")
+		fn := strings.Trim(strings.TrimSpace(cells[3]), "`")
+		recv, name, isMethod := strings.Cut(fn, ".")
+		if !isMethod {
+			recv, name = "", fn
+		}
+		if !declared(t, pkg, recv, name) {
+			t.Errorf("step %s (%s): %s has no %s", strings.TrimSpace(cells[0]), strings.TrimSpace(cells[1]), pkg, fn)
+		}
+	}
+	if rows < 12 {
+		t.Errorf("got %d rows in the step table, want one at least for each of the 12 steps", rows)
+	}
+}
+
+// declared reports whether package dir declares function name, a method
+// of type recv when recv is not empty.
+func declared(t *testing.T, dir, recv, name string) bool {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("package %s: no Go files (%v)", dir, err)
+	}
+	for _, p := range files {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Name.Name != name || (fd.Recv == nil) != (recv == "") {
+				continue
+			}
+			if recv == "" || receiverName(fd.Recv.List[0].Type) == recv {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// receiverName is the type's name of a method's receiver (T or *T).
+func receiverName(e ast.Expr) string {
+	if s, ok := e.(*ast.StarExpr); ok {
+		e = s.X
+	}
+	if id, ok := e.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
 }

@@ -11,11 +11,15 @@
 //
 // # The steps
 //
-//  0. probe: each gateway's endpoint is dialed from the host
+// The steps are those of docs/design.md's table ("One attempt, step by
+// step"), which names the method of attempt that takes each; here is
+// what each does in this package.
+//
+//   - probe: each gateway's endpoint is dialed from the host
 //     (netns.Probe, 5 s each) before anything of the attempt is made; a
 //     dead one is an infra error naming the gateway, the endpoint and the
 //     dial error.
-//  1. prepare: the attempt's disk, a sparse ext4 image of the task's
+//   - prepare: the attempt's disk, a sparse ext4 image of the task's
 //     [environment] storage_mb (default 1024) at attempts/ID/disk.img on
 //     a loop device of its own (freed at unmount), mounted nosuid,nodev
 //     at StateDir/attempts/ID/backing; the view's storage size is the
@@ -31,12 +35,12 @@
 //     agent's uid: the view has the kernel check mode bits, and an edit
 //     of plan.md must reach the edit policy (refused, journaled as
 //     denied) rather than be refused by the kernel unrecorded.
-//  2. mount: an fsmon view of the backing dir at attempts/ID/mnt, with the
+//   - mount: an fsmon view of the backing dir at attempts/ID/mnt, with the
 //     task's edit policy, journaling to attempts/ID/journal.jsonl (blobs
 //     beside it). plan.md is in the initial tree, so an unchanged plan
 //     never shows in a changeset; it is outside every task's allow globs,
 //     so an agent that tries to change it is refused and journaled.
-//  3. confine and 4. run: a built-in agent is applied by benchd itself,
+//   - confine and run: a built-in agent is applied by benchd itself,
 //     through the view, so the journal shows it like any agent's work
 //     (builtin:null does nothing; a change the policy refuses is skipped
 //     and journaled). A command agent runs as a confine job: the view at
@@ -51,7 +55,7 @@
 //     in Attempt.Binds, and the state directory (which holds the backing
 //     dir and every other attempt) and the task store masked should a
 //     bind show them. {plan} in its arguments becomes /workspace/plan.md.
-//  5. collect: exit status, wall time, the cgroup's peak memory, the
+//   - collect: exit status, wall time, the cgroup's peak memory, the
 //     largest single-process RSS, OOM, the network report, the
 //     transcript (attempts/ID/stdout and stderr), then the view is
 //     unmounted, the journal sealed and the changeset taken. An agent
@@ -60,7 +64,7 @@
 //     infra error) is sealed by the unmount undo, with an interrupted
 //     record naming the cause, and Run returns the journal and
 //     transcript paths with its error, so the daemon stores them.
-//  6. grade: graders.Grade on a copy of the final tree without plan.md
+//   - grade: graders.Grade on a copy of the final tree without plan.md
 //     (attempts/ID/grade-*, removed afterwards), made by
 //     graders.CopyWorkspace: no link followed, and what may not be
 //     copied (links, FIFOs, a tree past the limits) fails the verdict
@@ -71,7 +75,7 @@
 //     with the task's memory limit (an OOM there is grader_oom), in a
 //     private scratch below Config.ScratchDir (STATE.scratch, never
 //     /tmp: the state directory is masked in graders' sandboxes).
-//  7. verdict: the graders' verdict as graders.Grade decides it, the
+//   - verdict: the graders' verdict as graders.Grade decides it, the
 //     shared rules included (exit 0, no timeout, only allowed files
 //     changed and no edit the view refused, no network on a closed task,
 //     stdlib imports); the agent's facts go in through RecordedFacts,
