@@ -83,15 +83,18 @@ func TestEveryPackageHasDoc(t *testing.T) {
 // may import (the table of docs/design.md). A package missing here fails
 // the test, so a new package must take its place in the layers.
 var allowed = map[string][]string{
-	"client/apitype":     {},
-	"client":             {"client/apitype"},
-	"cmd/benchctl":       {"client", "client/apitype", "fsmon/journal", "draw", "tasks", "internal/modelfake", "internal/dsse", "viewer"},
-	"viewer":             {"client", "client/apitype"},
-	"fsmon/journal":      {},
-	"fsmon":              {"fsmon/journal"},
-	"limits":             {},
-	"netns":              {},
-	"sandbox":            {},
+	"client/apitype": {},
+	"client":         {"client/apitype"},
+	"cmd/benchctl":   {"client", "client/apitype", "fsmon/journal", "draw", "tasks", "internal/modelfake", "internal/dsse", "viewer"},
+	"viewer":         {"client", "client/apitype"},
+	"fsmon/journal":  {},
+	"fsmon":          {"fsmon/journal"},
+	// A kernel facility imports no other facility and no daemon code;
+	// internal/undo, the one undo stack, is neither (a leaf of the
+	// standard library), so set-up in each unwinds on it.
+	"limits":             {"internal/undo"},
+	"netns":              {"internal/undo"},
+	"sandbox":            {"internal/undo"},
 	"confine":            {"limits", "netns", "sandbox", "internal/undo"},
 	"tasks":              {"fsmon/journal"},
 	"graders":            {"tasks", "fsmon/journal"},

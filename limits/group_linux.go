@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"benchd.dev/internal/undo"
 )
 
 var (
@@ -97,17 +99,15 @@ func New(ctx context.Context, cfg Config) (_ *Group, retErr error) {
 		log:    cfg.Logger.With("component", "limits", "group", cfg.Name),
 		fd:     -1,
 	}
-	// undo unwinds what was made so far, in reverse order.
-	var undo []func()
+	// undos unwinds what was made so far, in reverse order.
+	var undos undo.Stack
 	defer func() {
 		if retErr != nil {
-			for i := len(undo) - 1; i >= 0; i-- {
-				undo[i]()
-			}
+			undos.Run()
 		}
 	}()
 
-	if err := g.makeDirs(ctx, hs, &undo); err != nil {
+	if err := g.makeDirs(ctx, hs, &undos); err != nil {
 		return nil, err
 	}
 	g.hs = hs
@@ -148,7 +148,7 @@ func New(ctx context.Context, cfg Config) (_ *Group, retErr error) {
 // makeDirs makes the intermediate groups (shared) and the group's
 // directories, and enables v2 controllers on the way. Each step it takes
 // registers its undo.
-func (g *Group) makeDirs(ctx context.Context, hs []hier, undo *[]func()) error {
+func (g *Group) makeDirs(ctx context.Context, hs []hier, undos *undo.Stack) error {
 	interMu.Lock()
 	defer interMu.Unlock()
 	for i := range hs {
@@ -167,7 +167,7 @@ func (g *Group) makeDirs(ctx context.Context, hs []hier, undo *[]func()) error {
 			dir := h.interDir()
 			interRefs[dir]++
 			// releaseInter takes interMu: undo runs after makeDirs returns.
-			*undo = append(*undo, func() { releaseInter(dir, g.log) })
+			undos.Push("release "+dir, func() error { releaseInter(dir, g.log); return nil })
 		}
 		if h.v2 && g.layout == Unified {
 			if err := enableControllers(h, v2Controllers(g.cfg)); err != nil {
@@ -181,7 +181,7 @@ func (g *Group) makeDirs(ctx context.Context, hs []hier, undo *[]func()) error {
 			return fmt.Errorf("make %s group: %w", h.label(), err)
 		}
 		dir := h.dir()
-		*undo = append(*undo, func() { _ = unix.Rmdir(dir) })
+		undos.Push("remove "+dir, func() error { return unix.Rmdir(dir) })
 	}
 	return nil
 }

@@ -20,6 +20,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"benchd.dev/internal/undo"
 )
 
 // Config describes one namespace.
@@ -72,7 +74,7 @@ type Namespace struct {
 	self    string                // Config.Hostname
 	link    *openLink             // open mode only
 	cancel  context.CancelFunc
-	undo    undoStack
+	undo    undo.Stack
 
 	closeOnce sync.Once
 	closeErr  error
@@ -150,7 +152,7 @@ func New(ctx context.Context, cfg Config) (_ *Namespace, err error) {
 	}
 	defer func() {
 		if err != nil {
-			if uerr := n.undo.run(); uerr != nil {
+			if uerr := n.undo.Run(); uerr != nil {
 				n.log.Warn("unable to undo a failed set-up", "err", uerr)
 			}
 		}
@@ -162,8 +164,8 @@ func New(ctx context.Context, cfg Config) (_ *Namespace, err error) {
 		return nil, err
 	}
 	registerLive(sf.path)
-	n.undo.push("unregister", func() error { unregisterLive(sf.path); return nil })
-	n.undo.push("remove state file", func() error { return sf.remove() })
+	n.undo.Push("unable to unregister", func() error { unregisterLive(sf.path); return nil })
+	n.undo.Push("unable to remove state file", func() error { return sf.remove() })
 
 	if cfg.Mode == Open {
 		n.link, err = allocLink(cfg.Pool)
@@ -172,12 +174,12 @@ func New(ctx context.Context, cfg Config) (_ *Namespace, err error) {
 		}
 		n.link.refused = newNeighbourhood(cfg.Neighbourhood, cfg.Pool, n.link.hostAddr)
 		n.rec.refused = n.link.refused
-		n.undo.push("release address", func() error { n.link.release(); return nil })
+		n.undo.Push("unable to release address", func() error { n.link.release(); return nil })
 		saved, err := forwardingRef()
 		if err != nil {
 			return nil, err
 		}
-		n.undo.push("restore forwarding", forwardingUnref)
+		n.undo.Push("unable to restore forwarding", forwardingUnref)
 		st.HostIf, st.Table, st.Forwarding = n.link.hostIf, n.link.table(), saved
 		if err := sf.write(st); err != nil {
 			return nil, err
@@ -191,23 +193,23 @@ func New(ctx context.Context, cfg Config) (_ *Namespace, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n.undo.push("close namespace fd", func() error { return unix.Close(n.fd) })
+	n.undo.Push("unable to close namespace fd", func() error { return unix.Close(n.fd) })
 
 	if err := os.WriteFile(n.path, nil, 0o444); err != nil {
 		return nil, fmt.Errorf("unable to create mount point: %w", err)
 	}
-	n.undo.push("remove mount point", func() error { return removeIfExists(n.path) })
+	n.undo.Push("unable to remove mount point", func() error { return removeIfExists(n.path) })
 	if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", n.fd), n.path, "", unix.MS_BIND, ""); err != nil {
 		return nil, fmt.Errorf("unable to bind mount namespace at %s: %w", n.path, err)
 	}
-	n.undo.push("unmount namespace", func() error { return unmount(n.path) })
+	n.undo.Push("unable to unmount namespace", func() error { return unmount(n.path) })
 
 	if cfg.Mode == Open {
 		if err := n.link.create(ctx, n.fd); err != nil {
 			return nil, err
 		}
-		n.undo.push("delete veth", n.link.delete)
-		n.undo.push("read veth counters", func() error { n.link.snapshot(); return nil })
+		n.undo.Push("unable to delete veth", n.link.delete)
+		n.undo.Push("unable to read veth counters", func() error { n.link.snapshot(); n.keepReport(); return nil })
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -290,13 +292,15 @@ func New(ctx context.Context, cfg Config) (_ *Namespace, err error) {
 		p.serve()
 		n.proxies = append(n.proxies, p)
 	}
-	n.undo.push("stop services", func() error {
+	n.undo.Push("unable to stop services", func() error {
 		cancel()
 		n.stub.close()
 		for _, p := range n.proxies {
 			p.close()
 		}
-		return n.cap.close()
+		err := n.cap.close()
+		n.keepReport()
+		return err
 	})
 	n.log.Debug("network namespace ready", "mode", n.mode, "path", n.path)
 	return n, nil
@@ -422,23 +426,10 @@ func (n *Namespace) report() Report {
 // namespace. The report stays readable. Close is idempotent.
 func (n *Namespace) Close() error {
 	n.closeOnce.Do(func() {
-		var errs []error
-		// Stop the services first so the report is final, then read the
-		// counters before the veth goes away.
-		for len(n.undo.steps) > 0 {
-			s := n.undo.steps[len(n.undo.steps)-1]
-			n.undo.steps = n.undo.steps[:len(n.undo.steps)-1]
-			if err := s.fn(); err != nil {
-				errs = append(errs, fmt.Errorf("unable to %s: %w", s.what, err))
-			}
-			if s.what == "stop services" || (s.what == "read veth counters") {
-				r := n.report()
-				n.mu.Lock()
-				n.final = &r
-				n.mu.Unlock()
-			}
-		}
-		n.closeErr = errors.Join(errs...)
+		// The services stop first so that the report is final, and
+		// the counters are read before the veth goes away: each of
+		// those steps keeps the report (keepReport).
+		n.closeErr = n.undo.Run()
 		if n.closeErr != nil {
 			n.log.Warn("network namespace closed with errors", "err", n.closeErr)
 		}
@@ -446,27 +437,13 @@ func (n *Namespace) Close() error {
 	return n.closeErr
 }
 
-// undoStack is the set-up as a list of undo steps, run in reverse.
-type undoStack struct{ steps []undoStep }
-
-type undoStep struct {
-	what string
-	fn   func() error
-}
-
-func (u *undoStack) push(what string, fn func() error) {
-	u.steps = append(u.steps, undoStep{what, fn})
-}
-
-func (u *undoStack) run() error {
-	var errs []error
-	for i := len(u.steps) - 1; i >= 0; i-- {
-		if err := u.steps[i].fn(); err != nil {
-			errs = append(errs, fmt.Errorf("unable to %s: %w", u.steps[i].what, err))
-		}
-	}
-	u.steps = nil
-	return errors.Join(errs...)
+// keepReport keeps the report as it is now as the final one, which
+// Report returns once the namespace is closed.
+func (n *Namespace) keepReport() {
+	r := n.report()
+	n.mu.Lock()
+	n.final = &r
+	n.mu.Unlock()
 }
 
 // newNetns makes a network namespace on a locked thread that then goes

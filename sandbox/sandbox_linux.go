@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"benchd.dev/internal/undo"
 )
 
 // Sandbox is a started process tree. Wait must be called once.
@@ -71,20 +73,20 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, retErr error) {
 		limit = DefaultOutputCap
 	}
 
-	// Every undo step runs in reverse order when Start fails.
-	var undo []func()
+	// Every undo step runs in reverse order when Start fails; closing
+	// and killing what a failed start made has no error to report.
+	var undos undo.Stack
 	defer func() {
 		if retErr != nil {
-			for i := len(undo) - 1; i >= 0; i-- {
-				undo[i]()
-			}
+			undos.Run()
 		}
 	}()
 	closeLater := func(fs ...*os.File) {
-		undo = append(undo, func() {
+		undos.Push("close", func() error {
 			for _, f := range fs {
 				f.Close()
 			}
+			return nil
 		})
 	}
 
@@ -177,10 +179,11 @@ func Start(ctx context.Context, cfg Config) (_ *Sandbox, retErr error) {
 		s.exitedAt = time.Now()
 		close(s.exited)
 	}()
-	undo = append(undo, func() {
+	undos.Push("kill the init", func() error {
 		proc.Kill()
 		<-s.exited
 		s.captures.Wait()
+		return nil
 	})
 	s.startCapture(&s.stdout, outFiles[0], outR, limit)
 	s.startCapture(&s.stderr, outFiles[1], errR, limit)

@@ -1,6 +1,9 @@
 // Package undo is a stack of undo steps for a set-up made of several
 // steps (a cgroup, then a namespace, then a mount...): each step pushes
-// what undoes it, and Run undoes them in reverse order, once each.
+// what undoes it, and Run undoes them in reverse order, once each. It is
+// the one undo stack of benchd: an attempt's steps (daemon/runs), a
+// confined job (confine), and the set-ups inside each kernel facility
+// (limits' groups, netns' namespaces, sandbox's start) unwind on it.
 package undo
 
 import (
