@@ -10,10 +10,10 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"benchd.dev/client/apitype"
+	"benchd.dev/daemon/runs"
 	"benchd.dev/daemon/store"
 	"benchd.dev/modelgw"
 )
@@ -87,7 +87,7 @@ func (s *server) attachModelCalls(a *apitype.Attempt, dir string) []store.ModelC
 
 // attemptDir is the work directory of attempt id on this host.
 func (s *server) attemptDir(id string) string {
-	return filepath.Join(s.cfg.StateDir, "attempts", id)
+	return runs.AttemptDirOf(s.cfg.StateDir, id).Path()
 }
 
 // modelLog is the model calls of attempt a: the stored ones once it has

@@ -34,7 +34,7 @@ const sealedAtStart = "benchd stopped while the attempt ran (killed, crashed or 
 // journal that cannot be sealed is logged and left on disk. It returns
 // the attempts it updated: their statements must be signed again.
 func recoverJournals(ctx context.Context, st *store.Store, cfg Config, log *slog.Logger) (updated []string) {
-	dirs, err := os.ReadDir(filepath.Join(cfg.StateDir, "attempts"))
+	dirs, err := os.ReadDir(runs.AttemptsDir(cfg.StateDir))
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			log.Warn("unable to look for unsealed journals", "err", err)
@@ -46,7 +46,7 @@ func recoverJournals(ctx context.Context, st *store.Store, cfg Config, log *slog
 			continue
 		}
 		id := d.Name()
-		jpath := filepath.Join(cfg.StateDir, "attempts", id, "journal.jsonl")
+		jpath := runs.AttemptDirOf(cfg.StateDir, id).Journal()
 		if _, err := os.Stat(jpath); err != nil {
 			continue
 		}
@@ -72,8 +72,9 @@ func sealLeftJournal(ctx context.Context, st *store.Store, cfg Config, a apitype
 	// The backing directory is benchd's: only the view wrote it, and
 	// Cleanup has ended every process that used the view and unmounted
 	// the attempt's disk, which is mounted again, read-only, to read it.
-	backing := filepath.Join(filepath.Dir(jpath), "backing")
-	unmount, err := runs.MountDiskReadOnly(filepath.Dir(jpath))
+	dir := runs.AttemptDir(filepath.Dir(jpath))
+	backing := dir.Backing()
+	unmount, err := runs.MountDiskReadOnly(dir.Path())
 	if err != nil {
 		return err
 	}
@@ -96,9 +97,8 @@ func sealLeftJournal(ctx context.Context, st *store.Store, cfg Config, a apitype
 	if err := attachJournalFacts(&a, jpath, pol); err != nil {
 		log.Warn("unable to read the facts of a sealed journal", "attempt", a.ID, "err", err)
 	}
-	dir := filepath.Dir(jpath)
 	if _, err := st.Transcript(ctx, a.ID); errors.Is(err, store.ErrNotFound) {
-		stdout, stderr := filepath.Join(dir, "stdout"), filepath.Join(dir, "stderr")
+		stdout, stderr := dir.Stdout(), dir.Stderr()
 		if err := st.SaveTranscriptFiles(ctx, a.ID, stdout, stderr, capped(stdout), capped(stderr)); err != nil {
 			log.Warn("unable to store the transcript of an interrupted attempt", "attempt", a.ID, "err", err)
 		}
@@ -106,7 +106,7 @@ func sealLeftJournal(ctx context.Context, st *store.Store, cfg Config, a apitype
 	// The calls its HTTP gateways recorded, those in progress at the
 	// crash ending as cut short.
 	if stored, err := st.ModelCalls(ctx, a.ID); err == nil && len(stored) == 0 {
-		recs, usage, err := loadModelCalls(dir, cfg.Prices)
+		recs, usage, err := loadModelCalls(dir.Path(), cfg.Prices)
 		if err != nil {
 			log.Warn("unable to read the model calls of an interrupted attempt", "attempt", a.ID, "err", err)
 		} else if len(recs) > 0 {

@@ -29,18 +29,18 @@ import (
 // own group).
 func Cleanup(ctx context.Context, stateDir, cgroupParent string) error {
 	var errs []error
-	if _, err := fsmon.Cleanup(filepath.Join(stateDir, "attempts")); err != nil {
+	if _, err := fsmon.Cleanup(AttemptsDir(stateDir)); err != nil {
 		errs = append(errs, fmt.Errorf("unable to unmount leftover views: %w", err))
 	}
 	if err := confine.Cleanup(ctx, confine.CleanupConfig{NetnsRunDir: filepath.Join(stateDir, "netns"), CgroupParent: cgroupParent}); err != nil {
 		errs = append(errs, err)
 	}
 	// Last: the agents that had files open on them are gone now.
-	if err := cleanupDisks(filepath.Join(stateDir, "attempts")); err != nil {
+	if err := cleanupDisks(AttemptsDir(stateDir)); err != nil {
 		errs = append(errs, err)
 	}
-	grades, _ := filepath.Glob(filepath.Join(stateDir, "attempts", "*", "grade-*"))
-	regrades, _ := filepath.Glob(filepath.Join(stateDir, "grade-*"))
+	grades, _ := filepath.Glob(filepath.Join(AttemptsDir(stateDir), "*", gradePrefix+"*"))
+	regrades, _ := filepath.Glob(filepath.Join(stateDir, gradePrefix+"*"))
 	grades = append(grades, regrades...)
 	grades = append(grades, deadScratch(DefaultScratchDir(stateDir))...)
 	grades = append(grades, deadScratch(os.TempDir())...) // where older versions made them

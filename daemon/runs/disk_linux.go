@@ -18,9 +18,6 @@ import (
 	"benchd.dev/tasks"
 )
 
-// diskImage is the name of an attempt's disk image in its work directory.
-const diskImage = "disk.img"
-
 // diskFSType is the attempt disk's file system.
 const diskFSType = "ext4"
 
@@ -246,11 +243,11 @@ func diskMounts(attemptsDir string) ([]diskMount, error) {
 			continue
 		}
 		point := unescapeMountinfo(a[4])
-		if filepath.Base(point) != "backing" || filepath.Dir(filepath.Dir(point)) != filepath.Clean(attemptsDir) {
+		if point != AttemptDir(filepath.Dir(point)).Backing() || filepath.Dir(filepath.Dir(point)) != filepath.Clean(attemptsDir) {
 			continue
 		}
 		backingFile, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(b[1]), "loop", "backing_file"))
-		if err != nil || strings.TrimSpace(string(backingFile)) != filepath.Join(filepath.Dir(point), diskImage) {
+		if err != nil || strings.TrimSpace(string(backingFile)) != AttemptDir(filepath.Dir(point)).DiskImage() {
 			continue
 		}
 		out = append(out, diskMount{point: point, source: b[1]})
@@ -311,7 +308,7 @@ func cleanupDisks(attemptsDir string) error {
 // had disks, or one that stopped before its disk was made) is left as it
 // is, with an undo that does nothing.
 func MountDiskReadOnly(attemptDir string) (unmount func() error, err error) {
-	img, backing := filepath.Join(attemptDir, diskImage), filepath.Join(attemptDir, "backing")
+	img, backing := AttemptDir(attemptDir).DiskImage(), AttemptDir(attemptDir).Backing()
 	if _, err := os.Stat(img); errors.Is(err, os.ErrNotExist) {
 		return func() error { return nil }, nil
 	}

@@ -56,7 +56,7 @@ func checkDiskGone(t *testing.T, e *Engine, out Outcome) {
 	if left := loopsOf(e.cfg.StateDir); len(left) > 0 {
 		t.Errorf("loop devices left attached: %v", left)
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(out.FinalDir), diskImage)); err != nil {
+	if _, err := os.Stat(AttemptDir(filepath.Dir(out.FinalDir)).DiskImage()); err != nil {
 		t.Errorf("the disk image is gone: %v", err)
 	}
 }
@@ -123,7 +123,7 @@ func TestStorageQuota(t *testing.T) {
 			}
 			// The host's disk: the image takes at most its size.
 			var st syscall.Stat_t
-			if err := syscall.Stat(filepath.Join(filepath.Dir(out.FinalDir), diskImage), &st); err != nil {
+			if err := syscall.Stat(AttemptDir(filepath.Dir(out.FinalDir)).DiskImage(), &st); err != nil {
 				t.Fatal(err)
 			}
 			if st.Size != quota || st.Blocks*512 > quota {
@@ -160,7 +160,7 @@ func TestCleanupDisk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	img := filepath.Join(dir, diskImage)
+	img := AttemptDir(dir).DiskImage()
 	if err := makeDisk(context.Background(), img, 16<<20); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestReadOnlyAfterLazyUnmount(t *testing.T) {
 	if err := os.MkdirAll(backing, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	img := filepath.Join(dir, diskImage)
+	img := AttemptDir(dir).DiskImage()
 	if err := makeDisk(context.Background(), img, 16<<20); err != nil {
 		t.Fatal(err)
 	}

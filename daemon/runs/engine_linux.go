@@ -140,7 +140,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	for _, d := range []string{filepath.Join(cfg.StateDir, "attempts"), cfg.NetnsRunDir} {
+	for _, d := range []string{AttemptsDir(cfg.StateDir), cfg.NetnsRunDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("unable to make %s: %w", d, err)
 		}
@@ -195,7 +195,7 @@ var attemptIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$`)
 
 // AttemptDir is the work directory of an attempt.
 func (e *Engine) AttemptDir(id string) string {
-	return filepath.Join(e.cfg.StateDir, "attempts", id)
+	return AttemptDirOf(e.cfg.StateDir, id).Path()
 }
 
 // attempt is one attempt as Run takes it, step by step: what the steps
@@ -351,8 +351,8 @@ func (e *Engine) newAttempt(id string, plan *Plan, progress func(apitype.Event),
 	}
 	started := time.Now().UTC()
 	at.a = apitype.Attempt{Agent: plan.Identity, Started: &started, Reasons: []apitype.Reason{}, Changeset: []apitype.Change{}}
-	at.out.JournalPath = filepath.Join(at.dir, "journal.jsonl")
-	at.out.FinalDir = filepath.Join(at.dir, "backing")
+	at.out.JournalPath = AttemptDir(at.dir).Journal()
+	at.out.FinalDir = AttemptDir(at.dir).Backing()
 	return at, nil
 }
 
@@ -375,7 +375,7 @@ func (at *attempt) prepare(ctx context.Context) error {
 		return fmt.Errorf("unable to make the attempt dir: %w", err)
 	}
 	if !at.e.cfg.noDisk {
-		img := filepath.Join(at.dir, diskImage)
+		img := AttemptDir(at.dir).DiskImage()
 		if err := makeDisk(ctx, img, at.e.storageBytes(at.task)); err != nil {
 			return err
 		}
@@ -410,7 +410,7 @@ func (at *attempt) mount(ctx context.Context) error {
 		return err
 	}
 	at.undos.Push("close journal", at.closeW)
-	at.mnt = filepath.Join(at.dir, "mnt")
+	at.mnt = AttemptDir(at.dir).Mount()
 	if err := os.Mkdir(at.mnt, 0o755); err != nil {
 		return fmt.Errorf("unable to make the mountpoint: %w", err)
 	}
@@ -447,7 +447,7 @@ func (at *attempt) confine(ctx context.Context) error {
 	}
 	at.enter(apitype.PhaseConfine)
 	e := at.e
-	at.out.StdoutPath, at.out.StderrPath = filepath.Join(at.dir, "stdout"), filepath.Join(at.dir, "stderr")
+	at.out.StdoutPath, at.out.StderrPath = AttemptDir(at.dir).Stdout(), AttemptDir(at.dir).Stderr()
 	at.cut.partial.StdoutPath, at.cut.partial.StderrPath = at.out.StdoutPath, at.out.StderrPath
 	argv := make([]string, len(at.ag.argv))
 	for i, s := range at.ag.argv {
@@ -669,7 +669,7 @@ func (at *attempt) watch(job *confine.Job, view *fsmon.View) (stop func()) {
 // confined grader runner, and composes the verdict; caps are the view's
 // caps the attempt hit.
 func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt, caps []string, finalDir, workParent, stdoutPath string, cs journal.Changeset, undos *undo.Stack) (apitype.Verdict, error) {
-	work, err := os.MkdirTemp(workParent, "grade-")
+	work, err := os.MkdirTemp(workParent, gradePrefix)
 	if err != nil {
 		return apitype.Verdict{}, fmt.Errorf("unable to make the grading dir: %w", err)
 	}
@@ -768,10 +768,10 @@ func (e *Engine) Regrade(ctx context.Context, task *tasks.Task, a apitype.Attemp
 	var caps []string
 	if attemptIDRE.MatchString(a.ID) {
 		if fi, err := os.Stat(e.AttemptDir(a.ID)); err == nil && fi.IsDir() {
-			stdout, workParent = filepath.Join(e.AttemptDir(a.ID), "stdout"), e.AttemptDir(a.ID)
+			stdout, workParent = AttemptDir(e.AttemptDir(a.ID)).Stdout(), e.AttemptDir(a.ID)
 			// The caps hit are in the attempt's journal, which the
 			// attempt directory keeps.
-			if recs, err := journal.Read(filepath.Join(e.AttemptDir(a.ID), "journal.jsonl")); err == nil {
+			if recs, err := journal.Read(AttemptDir(e.AttemptDir(a.ID)).Journal()); err == nil {
 				caps = journal.CapsOf(recs)
 			} else if !errors.Is(err, fs.ErrNotExist) {
 				return apitype.Verdict{}, fmt.Errorf("unable to read the journal of attempt %s: %w", a.ID, err)

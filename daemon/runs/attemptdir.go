@@ -1,0 +1,52 @@
+package runs
+
+import "path/filepath"
+
+// AttemptDir is an attempt's work directory, STATE/attempts/ID, and the
+// one place its layout is spelled:
+//
+//	disk.img                the attempt's disk (an ext4 image)
+//	backing/                its mountpoint: the workspace, then the final tree
+//	mnt/                    the fsmon view while the agent runs
+//	journal.jsonl (+.blobs) the journal
+//	stdout, stderr          the transcript
+//	model.jsonl, model/     the HTTP gateways' calls (modelgw writes them)
+//	grade-*                 grading copies, while grading
+//
+// The runner makes it; recovery, the model calls' reader, prune and
+// Cleanup read it.
+type AttemptDir string
+
+// AttemptsDir is the directory of every attempt's work directory in
+// stateDir.
+func AttemptsDir(stateDir string) string { return filepath.Join(stateDir, "attempts") }
+
+// AttemptDirOf is the work directory of attempt id in stateDir.
+func AttemptDirOf(stateDir, id string) AttemptDir {
+	return AttemptDir(filepath.Join(AttemptsDir(stateDir), id))
+}
+
+// Path is the directory itself.
+func (d AttemptDir) Path() string { return string(d) }
+
+// DiskImage is the attempt's disk image.
+func (d AttemptDir) DiskImage() string { return filepath.Join(string(d), "disk.img") }
+
+// Backing is the disk's mountpoint, the view's backing directory: the
+// final tree once the agent has ended.
+func (d AttemptDir) Backing() string { return filepath.Join(string(d), "backing") }
+
+// Mount is where the view is mounted while the agent runs.
+func (d AttemptDir) Mount() string { return filepath.Join(string(d), "mnt") }
+
+// Journal is the attempt's journal (its blobs in journal.BlobsDir of it).
+func (d AttemptDir) Journal() string { return filepath.Join(string(d), "journal.jsonl") }
+
+// Stdout is the agent's standard output.
+func (d AttemptDir) Stdout() string { return filepath.Join(string(d), "stdout") }
+
+// Stderr is the agent's standard error.
+func (d AttemptDir) Stderr() string { return filepath.Join(string(d), "stderr") }
+
+// gradePrefix starts the name of a grading copy in the directory.
+const gradePrefix = "grade-"
