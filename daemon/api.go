@@ -421,7 +421,7 @@ func (s *server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	enc := json.NewEncoder(w)
-	if la == nil && s.fleet != nil && (a.State == apitype.StateQueued || a.State == apitype.StateRunning) {
+	if la == nil && s.attempts().shared() && (a.State == apitype.StateQueued || a.State == apitype.StateRunning) {
 		return s.storedEvents(r.Context(), enc, rc, id)
 	}
 	if la == nil {

@@ -198,7 +198,7 @@ func (s *server) await(ctx context.Context, id string) (apitype.Attempt, error) 
 			return apitype.Attempt{}, fmt.Errorf("attempt %s did not end: %w", id, errBusy)
 		}
 	}
-	if s.fleet != nil {
+	if s.attempts().shared() {
 		return s.awaitStored(ctx, id) // it may run on another host
 	}
 	a, err := s.store.GetAttempt(ctx, id)

@@ -329,18 +329,8 @@ func (s *server) serve(ctx context.Context, ln, metricsLn net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	var workers sync.WaitGroup
-	if s.fleet != nil {
-		if err := s.fleet.start(ctx); err != nil {
-			return err
-		}
-		workers.Go(func() {
-			<-s.stopFleet
-			s.fleet.stop()
-		})
-	} else {
-		for range cfg.Concurrency {
-			workers.Go(s.work)
-		}
+	if err := s.attempts().startWorkers(ctx, &workers); err != nil {
+		return err
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -450,10 +440,7 @@ func (s *server) shutdown(workers *sync.WaitGroup) {
 	queued := len(s.queue)
 	s.cond.Broadcast()
 	s.mu.Unlock()
-	if s.fleet != nil {
-		// River stops fetching and returns once its running jobs have.
-		close(s.stopFleet)
-	}
+	s.attempts().closeIntake()
 
 	done := make(chan struct{})
 	go func() { workers.Wait(); close(done) }()

@@ -30,9 +30,10 @@
 //
 // POST /v1/runs validates the whole request before it changes anything
 // (every task, agent, attempts, timeout, environment names, gateways),
-// then records the run and its attempts as queued and puts them on a FIFO
-// queue served by Config.Concurrency workers; attempts of one run may run
-// in parallel. With the store on PostgreSQL the queue is River's instead,
+// then records the run and its attempts as queued and puts them on its
+// queue (attemptQueue, the one interface the rest asks): a FIFO queue
+// served by Config.Concurrency workers; attempts of one run may run in
+// parallel. With the store on PostgreSQL the queue is River's instead,
 // shared by every benchd on the database (a fleet: see fleet.go's
 // comment on type fleet for how an attempt is scored exactly once and
 // what happens when a host dies). A run has one task or several (RunRequest.Tasks, a batch):

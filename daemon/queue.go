@@ -248,18 +248,7 @@ func (s *server) submit(ctx context.Context, req submitted) (apitype.Run, error)
 // with environment values env, on the queue: this process's, or the
 // fleet's River queue (which reads the requests from the store).
 func (s *server) enqueue(ctx context.Context, ids []string, specs []runs.Request, env []apitype.EnvVar) error {
-	if s.fleet != nil {
-		return s.fleet.enqueue(ctx, ids, env)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, id := range ids {
-		s.live[id] = newLive(id, specs[i], env)
-		s.secrets.add(id, env)
-		s.queue = append(s.queue, id)
-	}
-	s.cond.Broadcast()
-	return nil
+	return s.attempts().add(ctx, ids, specs, env)
 }
 
 // isStopping reports whether intake has stopped.
@@ -454,7 +443,7 @@ func (s *server) compose(ctx context.Context, log *slog.Logger, la *liveAttempt,
 	// fleet, where another host takes the retry (unless its --env
 	// values, in this host's memory only, go with it); a canceled one
 	// never.
-	handBack := s.fleet != nil && len(la.env) == 0
+	handBack := s.attempts().shared() && len(la.env) == 0
 	if !errors.Is(cause, errUserCanceled) && (!errors.Is(cause, errShutdown) || handBack) {
 		c.retry = la
 	}
@@ -568,7 +557,7 @@ func (s *server) cancelAttempt(ctx context.Context, id string) (apitype.Attempt,
 		if err != nil {
 			return apitype.Attempt{}, fmt.Errorf("attempt %s: %w", id, err)
 		}
-		if s.fleet != nil && (a.State == apitype.StateQueued || a.State == apitype.StateRunning) {
+		if s.attempts().shared() && (a.State == apitype.StateQueued || a.State == apitype.StateRunning) {
 			return s.cancelElsewhere(ctx, a)
 		}
 		return apitype.Attempt{}, fmt.Errorf("attempt %s already ended (%s): %w", id, a.State, errConflict)
@@ -643,7 +632,7 @@ func (s *server) awaitStored(ctx context.Context, id string) (apitype.Attempt, e
 // counts returns how many attempts are queued (on a fleet, in the whole
 // fleet) and running here.
 func (s *server) counts() (queued, running int) {
-	if s.fleet != nil {
+	if s.attempts().shared() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		n, err := s.store.CountStates(ctx)
 		cancel()
