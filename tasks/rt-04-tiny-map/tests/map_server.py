@@ -3,7 +3,10 @@
 Run by the workload grader (graders/workload.go) from a scratch copy of
 the workspace, with the workspace as the working directory:
 
-    /usr/bin/python3 -I map_server.py ROOT BUDGET [--baseline] [--forbid=a,b]
+    /usr/bin/python3 -c "$(this file)" ROOT BUDGET [--baseline] [--forbid=a,b]
+
+in the agent's world, once per segment of the workload: every open after
+the first is in a fresh process on the same ROOT.
 
 It reads requests from standard input (a pipe the judge feeds) and
 writes one response per request to standard output. It decides nothing:
