@@ -384,13 +384,17 @@ func (p *mapProbe) run(ctx context.Context, baseline bool, timeout time.Duration
 	if err := os.Mkdir(root, 0o777); err != nil {
 		return mapRun{}, infraf("making the map root: %v", err)
 	}
-	args := []string{Python, "-c", string(server), root, strconv.FormatInt(p.budget, 10)}
+	// The server's arguments are the first line of its input, not argv,
+	// which the code under test can read.
+	argLine := []string{root, strconv.FormatInt(p.budget, 10)}
 	if baseline {
-		args = append(args, "--baseline")
+		argLine = append(argLine, "--baseline")
 	}
 	if len(p.forbidden) > 0 {
-		args = append(args, "--forbid="+strings.Join(withCompanions(p.forbidden), ","))
+		argLine = append(argLine, "--forbid="+strings.Join(withCompanions(p.forbidden), ","))
 	}
+	head := strings.Join(argLine, " ") + "\n"
+	args := []string{Python, "-c", string(server)}
 	out := mapRun{wl: p.wl}
 	var stderr []byte
 	for _, seg := range p.wl.segments() {
@@ -401,7 +405,13 @@ func (p *mapProbe) run(ctx context.Context, baseline bool, timeout time.Duration
 		}
 		ops := p.wl.ops[seg[0]:seg[1]]
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(p.wl.writeTo(pw, ops)) }()
+		go func() {
+			if _, err := io.WriteString(pw, head); err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+			pw.CloseWithError(p.wl.writeTo(pw, ops))
+		}()
 		spec := agentSpec(ws, left, args...)
 		spec.MemoryLimit, spec.Stdin, spec.Hide, spec.Binds = workloadAddrLimit, pr, p.hide, []string{root}
 		res, err := p.r.Run(ctx, spec)
