@@ -6,6 +6,9 @@ package graders
 //
 //	newScratch(in, name)           make a scratch directory (close it when done)
 //	newWorkspaceScratch(in, name)  the same with a copy of the workspace at "ws"
+//	newAgentWorld(in, name)        the same with the plan back at ws/plan.md:
+//	                               the agent's world, for commands that run its code
+//	agentSpec(ws, timeout, args...) such a command: /workspace, AgentEnv, no -I
 //	(*scratch).copyWorkspace(in, rel)
 //	                               copy the finished workspace to scratch/rel
 //	                               (checkTree in tree.go: no link followed, the
@@ -23,9 +26,11 @@ package graders
 //	verifierTimeout(in)            the time limit of one grader command
 //	tail(b, n)                     the last n bytes of output, for messages
 //
-// Python is always Debian's /usr/bin/python3, run with a small fixed
-// environment (pythonEnv): no user site, no bytecode written, no pytest
-// plugins loaded from the system but the ones named.
+// Python is always Debian's /usr/bin/python3. The grader's own scripts
+// (generators, scans) run with a small fixed environment (pythonEnv): no
+// user site, no bytecode written, no pytest plugins loaded from the
+// system but the ones named. Commands that run the agent's code run in
+// the agent's world instead (agentSpec), with nothing of the grader's.
 
 import (
 	"bytes"
