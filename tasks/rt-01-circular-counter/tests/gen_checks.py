@@ -9,9 +9,9 @@ drawn per grading, so the capacities and run lengths differ each time.
 The instruction promises a counter right for every capacity: every int of
 at least 1, so capacities are drawn from the whole range an int holds
 (bit lengths up to 4096, and the edges of the machine sizes), wraps are
-checked wherever Python can count that far, and one long run of one to
-two and a half million calls, its length drawn per grading, crosses any count an
-implementation could hold fixed. A capacity below 1 raises ValueError.
+checked wherever Python can count that far, and one long run of 0.6 to
+1.2 million calls (about two million in all), its length drawn per
+grading, crosses any count an implementation could hold fixed. A capacity below 1 raises ValueError.
 Nothing else is asked: reading value, calling inc.
 """
 
@@ -57,10 +57,10 @@ def main():
         else:
             n = cap * rng.randint(1, 6) + rng.randint(-1, 1)
         cases.append(run(cap, max(1, n)))
-    # Capacities Python can count to, log-uniform up to 2^21: past one or
+    # Capacities Python can count to, log-uniform up to 2^17: past one or
     # two wraps.
     for _ in range(4):
-        cap = rng.randint(1 << rng.randint(12, 20), 1 << 21)
+        cap = rng.randint(1 << rng.randint(12, 16), 1 << 17)
         cases.append(run(cap, cap * rng.randint(1, 2) + rng.randint(-1, 2)))
     # Every size an int takes, and the edges of machine words: short runs
     # (no wrap is reachable), where an implementation that keeps the
@@ -70,8 +70,8 @@ def main():
         cases.append(run(cap, rng.randint(1, 3000)))
     # One long run, its length new per grading: a count held fixed in the
     # code (per counter or in all) is crossed.
-    cap = rng.choice([huge(rng), rng.randint(2, 1 << 20), rng.randint(1 << 22, 1 << 23)])
-    cases.append(run(cap, rng.randint(1_000_000, 2_500_000)))
+    cap = rng.choice([huge(rng), rng.randint(2, 1 << 19), rng.randint(1 << 21, 1 << 23)])
+    cases.append(run(cap, rng.randint(600_000, 1_200_000)))
     json.dump({"module": "src.counter", "cases": cases}, sys.stdout)
 
 
