@@ -1,6 +1,7 @@
 package graders
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	_ "embed"
@@ -8,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -33,22 +33,26 @@ const CodeChecksFailed = "checks_failed"
 //     fixed set of hidden values to special-case does not exist.
 //  2. The calls probe runs the cases on the bundle's solution, in a
 //     scratch of its own: the expected answers.
-//  3. The calls probe runs the same cases on the agent's workspace, in a
-//     fresh scratch holding only that workspace, the probe and the cases.
-//     pytest is never imported there, and nothing hidden (the generator,
-//     the solution, hidden tests) is in its view.
+//  3. The calls probe runs the same cases on the agent's workspace in
+//     the agent's world (newAgentWorld, agentSpec): the workspace copy
+//     with its plan at /workspace, the agent's uid, host name and
+//     environment, hash randomisation on, the probe given as "-c" and
+//     the cases on stdin. Nothing hidden (the generator, the solution,
+//     the expected answers) is in its view.
 //  4. The judge, here, compares the two runs' answers. The agent's probe
 //     is only ever a source of answers to compare: its exit status, its
 //     messages and any verdict it might print count for nothing, and
 //     whatever it prints besides the answers is kept out of them (its
 //     stdout is moved to stderr before the agent's code is imported).
 //
-// `checks_absent = ["a.py", ...]` leaves those workspace files out of the
-// agent's probe (never the solution's): code that must not reach them
-// cannot, and code that does fails. When the checks fail that way, the
-// reason carries `checks_absent_code`
-// (RT-03: bin_calls_text) when its answers differ from the run with the
-// files there, and checks_failed as well when those are wrong too.
+// `[bench.grader.checks_poisoned]` maps workspace files the code under
+// test must not use to twins in the bundle's tests/ that behave
+// otherwise wherever a caller could notice. The agent's probe runs a
+// second time with the twins in their place; its answers must not
+// change. Answers that do are `checks_poisoned_code` (RT-03:
+// bin_calls_text): the code under test calls the files. Code that uses
+// them only when they are absent, or only when they look like the
+// originals by name, cannot tell: the twins are there, and named alike.
 //
 // The seed is Input.Seed, recorded in the verdict, so that a regrade
 // with the same seed makes the same checks.
@@ -91,6 +95,17 @@ func runChecks(ctx context.Context, in Input, r Runner) ([]Reason, string, error
 	if in.Seed == 0 {
 		return nil, "", infraf("task %s: seeded checks need a seed", in.Task.ID)
 	}
+	poisoned, err := paramTable(in, "checks_poisoned")
+	if err != nil {
+		return nil, "", err
+	}
+	poisonCode, err := paramString(in, "checks_poisoned_code", CodeChecksFailed)
+	if err != nil {
+		return nil, "", err
+	}
+	if !reasonCodeRE.MatchString(poisonCode) {
+		return nil, "", infraf("task %s: checks_poisoned_code %q is not a reason code", in.Task.ID, poisonCode)
+	}
 	cases, raw, err := generateChecks(ctx, in, r, gen)
 	if err != nil {
 		return nil, "", err
@@ -98,6 +113,9 @@ func runChecks(ctx context.Context, in Input, r Runner) ([]Reason, string, error
 	want, err := probeRun(ctx, in, r, "oracle", raw, func(sc *scratch) (string, error) {
 		ws := filepath.Join(sc.Dir, "ws")
 		if err := tasks.CopyTree(in.Task.WorkspaceDir(), ws); err != nil {
+			return "", err
+		}
+		if err := putPlan(in, ws); err != nil {
 			return "", err
 		}
 		return ws, tasks.ApplyOverlay(ws, in.Task.SolutionDir(), nil)
@@ -108,53 +126,55 @@ func runChecks(ctx context.Context, in Input, r Runner) ([]Reason, string, error
 	if want.ImportError != "" || len(want.Results) != len(cases.Cases) {
 		return nil, "", infraf("task %s: the solution gave no answer to the seeded checks (import error %q, %d of %d cases)", in.Task.ID, want.ImportError, len(want.Results), len(cases.Cases))
 	}
-	absent, err := paramStrings(in, "checks_absent")
-	if err != nil {
-		return nil, "", err
-	}
-	absentCode, err := paramString(in, "checks_absent_code", CodeChecksFailed)
-	if err != nil {
-		return nil, "", err
-	}
-	if !reasonCodeRE.MatchString(absentCode) {
-		return nil, "", infraf("task %s: checks_absent_code %q is not a reason code", in.Task.ID, absentCode)
-	}
-	got, rs, detail, err := judgeProbe(ctx, in, r, cases, raw, want, absent)
-	if err != nil || len(rs) == 0 || len(absent) == 0 {
+	got, rs, detail, err := judgeProbe(ctx, in, r, cases, raw, want, nil)
+	if err != nil || len(poisoned) == 0 {
 		return rs, detail, err
 	}
-	// The checks failed with the absent files gone. Run them again with
-	// the files there: answers that change mean the code under test
-	// reaches the files (absentCode); answers that are still wrong are
-	// wrong in any case (checks_failed).
-	again, rs2, detail2, err := judgeProbe(ctx, in, r, cases, raw, want, nil)
+	// Again with the twins in place of the files the code must not use:
+	// answers that change mean it calls them.
+	again, _, detail2, err := judgeProbe(ctx, in, r, cases, raw, want, poisoned)
 	if err != nil {
 		return nil, "", err
 	}
-	var out []Reason
 	if !reflect.DeepEqual(got, again) {
-		out = append(out, Reason{absentCode, fmt.Sprintf("the seeded checks answer otherwise while %s %s absent: the code under test reaches %s (seed %d)",
-			shortList(absent, 4), isAre(len(absent)), itThem(len(absent)), in.Seed)})
+		names := sortedKeys(poisoned)
+		rs = append(rs, Reason{poisonCode, fmt.Sprintf("the seeded checks answer otherwise when %s %s replaced by twins that behave otherwise: the code under test uses %s (seed %d)",
+			shortList(names, 4), isAre(len(names)), itThem(len(names)), in.Seed)})
+		detail = strings.TrimSpace(detail + "\n" + detail2 + "\n" + firstDiff(cases, got, again))
 	}
-	out = append(out, rs2...)
-	if len(out) == 0 {
-		out = rs // the same wrong answers both ways: cannot happen, kept safe
-	}
-	return out, strings.TrimSpace(detail + "\n" + detail2), nil
+	return rs, detail, nil
 }
 
-// judgeProbe runs the calls probe on a copy of the agent's workspace
-// without the files absent, and compares its answers with want. It
-// returns the answers too, for comparison with another run.
-func judgeProbe(ctx context.Context, in Input, r Runner, cases checkCases, raw []byte, want probeAnswer, absent []string) (probeAnswer, []Reason, string, error) {
+// firstDiff names the first case whose answers differ between a and b,
+// for the operator.
+func firstDiff(cases checkCases, a, b probeAnswer) string {
+	if a.ImportError != b.ImportError {
+		return fmt.Sprintf("import error %q, then %q", a.ImportError, b.ImportError)
+	}
+	for i := range cases.Cases {
+		if !reflect.DeepEqual(at(a.Results, i), at(b.Results, i)) {
+			return fmt.Sprintf("with the twins, case %d: %s\nanswered %s\nthen     %s", i, cases.Cases[i], jsonText(at(a.Results, i)), jsonText(at(b.Results, i)))
+		}
+	}
+	return ""
+}
+
+// judgeProbe runs the calls probe on the agent's world, with the twins
+// of poisoned (workspace path: file of the bundle's tests/) in place,
+// and compares its answers with want. It returns the answers too, for
+// comparison with another run.
+func judgeProbe(ctx context.Context, in Input, r Runner, cases checkCases, raw []byte, want probeAnswer, poisoned map[string]string) (probeAnswer, []Reason, string, error) {
 	got, err := probeRun(ctx, in, r, "probe", raw, func(sc *scratch) (string, error) {
 		ws, err := sc.copyWorkspace(in, "ws")
 		if err != nil {
 			return "", err
 		}
-		for _, rel := range absent {
-			if err := os.RemoveAll(filepath.Join(ws, filepath.FromSlash(rel))); err != nil {
-				return "", infraf("unable to leave %s out of the probe: %v", rel, err)
+		if err := putPlan(in, ws); err != nil {
+			return "", err
+		}
+		for _, rel := range sortedKeys(poisoned) {
+			if err := copyOne(filepath.Join(in.Task.TestsDir(), filepath.FromSlash(poisoned[rel])), filepath.Join(ws, filepath.FromSlash(rel))); err != nil {
+				return "", infraf("task %s: twin of %s: %v", in.Task.ID, rel, err)
 			}
 		}
 		return ws, nil
@@ -180,8 +200,8 @@ func judgeProbe(ctx context.Context, in Input, r Runner, cases checkCases, raw [
 	if failed == 0 {
 		return got, nil, "", nil
 	}
-	detail := fmt.Sprintf("seeded checks (seed %d, absent %v): first failing case %d: %s\nwant %s\ngot  %s",
-		in.Seed, absent, first, cases.Cases[first], jsonText(want.Results[first]), jsonText(at(got.Results, first)))
+	detail := fmt.Sprintf("seeded checks (seed %d, twins %v): first failing case %d: %s\nwant %s\ngot  %s",
+		in.Seed, sortedKeys(poisoned), first, cases.Cases[first], jsonText(want.Results[first]), jsonText(at(got.Results, first)))
 	return got, []Reason{{CodeChecksFailed, fmt.Sprintf("%d of %d seeded checks gave other answers than the task's own (seed %d)", failed, len(want.Results), in.Seed)}}, detail, nil
 }
 
@@ -252,18 +272,9 @@ func probeRun(ctx context.Context, in Input, r Runner, name string, cases []byte
 		}
 		return ans, infraf("task %s: unable to lay out the solution: %v", in.Task.ID, err)
 	}
-	if err := os.WriteFile(filepath.Join(sc.Dir, "probe_calls.py"), []byte(probeCalls), 0o644); err != nil {
-		return ans, infraf("unable to write the probe: %v", err)
-	}
-	if err := os.WriteFile(filepath.Join(sc.Dir, "cases.json"), cases, 0o644); err != nil {
-		return ans, infraf("unable to write the cases: %v", err)
-	}
-	res, err := r.Run(ctx, RunSpec{
-		Args:    []string{Python, "-I", "probe_calls.py", "cases.json", filepath.Base(ws)},
-		Dir:     sc.Dir,
-		Env:     pythonEnv(sc.Dir),
-		Timeout: verifierTimeout(in),
-	})
+	spec := agentSpec(ws, verifierTimeout(in), Python, "-c", probeCalls)
+	spec.Stdin = bytes.NewReader(cases)
+	res, err := r.Run(ctx, spec)
 	if err != nil {
 		return ans, fmt.Errorf("%w: running the calls probe: %w", ErrInfra, err)
 	}

@@ -2,6 +2,7 @@ package graders
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,11 +37,14 @@ func init() { register("dual-run", gradeDualRun) }
 //	                                          reference with only the bug injected, and
 //	                                          ones written differently
 //	sourceless     = true                     install each variant as bytecode only
-//	                                          (impl's .pyc, no source beside it)
+//	                                          (impl's .pyc, no source beside it);
+//	                                          default false: as source at impl, where
+//	                                          an instruction says implementations go
 //
 // Nothing reads the agent's tests to judge them. Each variant runs in a
-// fresh copy of the workspace, at the same module path, with nothing
-// else of the bundle in view (the oracle directory included):
+// fresh copy of the workspace in the agent's world (newAgentWorld), at
+// the same module path, with nothing else of the bundle in view (the
+// oracle directory included), pytest run as the instruction says:
 //
 //	reference fails                         tests_fail_reference
 //	planted does not fail (or no tests)     bug_not_caught
@@ -230,14 +234,12 @@ func dualRunParams(in Input) (dualParams, error) {
 	return p, nil
 }
 
-// compileScript compiles argv[1] to bytecode at argv[2], recording
+// compileScript (compile_variant.py) compiles argv[1] to bytecode at argv[2], recording
 // argv[3] as its file name, so that every variant's code objects name
 // the same file.
-const compileScript = `
-import py_compile, sys
-py_compile.compile(sys.argv[1], cfile=sys.argv[2], dfile=sys.argv[3], doraise=True,
-                   invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
-`
+//
+//go:embed compile_variant.py
+var compileScript string
 
 // compileVariants compiles every variant once, in a scratch of its own
 // (trusted code only: the bundle's variants and the interpreter).
@@ -271,7 +273,7 @@ func compileVariants(ctx context.Context, in Input, r Runner, p *dualParams) err
 // runVariant runs the agent's tests on a fresh workspace copy whose
 // implementation is the file variant.
 func runVariant(ctx context.Context, in Input, r Runner, p dualParams, variant string) (pytestRun, error) {
-	sc, ws, err := newWorkspaceScratch(in, "dual")
+	sc, ws, err := newAgentWorld(in, "dual")
 	if err != nil {
 		return pytestRun{}, err
 	}
@@ -299,5 +301,5 @@ func runVariant(ctx context.Context, in Input, r Runner, p dualParams, variant s
 		// The agent deleted its test files: nothing to collect.
 		return pytestRun{Exit: 5, Counts: map[string]int{}}, nil
 	}
-	return runPytest(ctx, r, pytestSpec{Dir: ws, RootDir: sc.Dir, Paths: paths, Timeout: verifierTimeout(in)})
+	return runPytest(ctx, r, pytestSpec{Dir: ws, Paths: paths, Timeout: verifierTimeout(in), Agent: true})
 }

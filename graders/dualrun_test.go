@@ -44,12 +44,14 @@ func TestDualRunKind(t *testing.T) {
 			[]string{CodeTestsDetectFile}},
 		{"detects the reference's doc", head + "def test_doc():\n    assert fold_ws.__doc__ == 'Collapse each whitespace run of s into one space; strip the ends.' and fold_ws('a\\u200ab') == 'a b'\n",
 			[]string{CodeTestsDetectFile}},
-		// Reading the implementation finds bytecode only: the suite fails
-		// on the reference, whatever it looks for.
-		{"reads the source", head + "def test_src():\n    assert '0x200A' not in open('impl/fold.py').read()\n", []string{CodeTestsFailReference}},
-		{"reads through pathlib", head + "import pathlib\n\ndef test_src():\n    assert b'200A' not in pathlib.Path('impl', 'fold.py').read_bytes()\n", []string{CodeTestsFailReference}},
-		{"reads through the loader", head + "import importlib.util\n\ndef test_src():\n    src = importlib.util.find_spec('impl.fold').loader.get_source('impl.fold')\n    assert '0x200A' not in src\n", []string{CodeTestsFailReference}},
-		{"reads the bytecode's bytes", head + "import impl.fold\n\ndef test_pyc():\n    assert b'\\x0a\\x20' not in open(impl.fold.__file__, 'rb').read()\n", []string{CodeTestsDetectFile}},
+		// Each variant is installed as source at impl/fold.py: a suite
+		// that decides by the source finds the planted spelling in the
+		// planted file only, and breaks on the variants that spell the
+		// same bug otherwise.
+		{"reads the source", head + "def test_src():\n    assert '0x200A' not in open('impl/fold.py').read()\n", []string{CodeTestsDetectFile}},
+		{"reads through pathlib", head + "import pathlib\n\ndef test_src():\n    assert b'200A' not in pathlib.Path('impl', 'fold.py').read_bytes()\n", []string{CodeTestsDetectFile}},
+		{"reads through the loader", head + "import importlib.util\n\ndef test_src():\n    src = importlib.util.find_spec('impl.fold').loader.get_source('impl.fold')\n    assert '0x200A' not in src\n", []string{CodeTestsDetectFile}},
+		{"reads the file's bytes", head + "import impl.fold\n\ndef test_pyc():\n    assert b'\\x0a\\x20' not in open(impl.fold.__file__, 'rb').read()\n", []string{CodeTestsFailReference}},
 		// Telling files apart by code objects breaks on the twins.
 		{"names in the code object", head + "def test_code():\n    assert '_SPACES' not in fold_ws.__code__.co_names\n", []string{CodeTestsDetectFile}},
 		{"compares code with the planted file's", planted, []string{CodeTestsDetectFile}},

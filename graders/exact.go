@@ -2,6 +2,7 @@ package graders
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,39 +22,17 @@ const (
 	CodeCallError   = "call_error"   // the function is missing, raised, or did not return in time
 	CodeWrongType   = "wrong_type"   // the function returned something other than an int
 	CodeWrongValue  = "wrong_value"  // an int, but not the golden one
+	CodeCallNetwork = "call_network" // the call tried to reach the network (where the runner records it)
 )
 
 func init() { register("exact", gradeExact) }
 
-// exactCallScript imports a module from the working directory, calls one
-// function with no arguments and prints the result line
-// (workload_protocol.go): {"nonce", "stage", "error", "type", "repr",
-// "value"}; value is the decimal text of an exact int, else "".
-// argv: module function nonce-file.
-const exactCallScript = `
-import importlib, json, os, sys
-mod, fn, nonce_file = sys.argv[1:4]
-with open(nonce_file, encoding="utf-8") as f:
-    nonce = f.read().strip()
-os.unlink(nonce_file)
-out = os.fdopen(os.dup(1), "w")
-os.dup2(2, 1)
-sys.path.insert(0, os.getcwd())
-res = {"nonce": nonce, "stage": "import", "error": "", "type": "", "repr": "", "value": ""}
-try:
-    m = importlib.import_module(mod)
-    res["stage"] = "call"
-    v = getattr(m, fn)()
-    res["stage"] = "done"
-    res["type"] = type(v).__module__ + "." + type(v).__qualname__
-    res["repr"] = repr(v)[:200]
-    if type(v) is int:
-        res["value"] = str(v)
-except BaseException as e:
-    res["error"] = (type(e).__name__ + ": " + str(e))[:500]
-out.write("BENCH-RESULT " + json.dumps(res) + "\n")
-out.flush()
-`
+// exactCallScript (exact_call.py) imports a module from the working
+// directory, calls one function with no arguments and prints the result
+// line (workload_protocol.go). It runs in the agent's world.
+//
+//go:embed exact_call.py
+var exactCallScript string
 
 // exactGolden is the bundle's golden file.
 type exactGolden struct {
@@ -82,13 +61,16 @@ type exactResult struct {
 //	                                        optional [near_misses] table of
 //	                                        name = value, named in messages
 //
-// The function runs once in a fresh /usr/bin/python3 on a copy of the
-// workspace (the golden is never copied there), under the verifier's
+// The function runs once in a fresh /usr/bin/python3 in the agent's
+// world (a copy of the workspace with its plan at /workspace; the golden
+// is never there), under the verifier's
 // time limit, with the runner's network closed. Its result must be an
 // int exactly (type(v) is int: a bool, an int subclass or a float equal
 // to the golden is wrong_type). A wrong int is wrong_value; the message
 // says whether it is a listed near miss or the golden off by a power of
-// ten.
+// ten. A call that tried the network (RunResult.Network: the daemon's
+// runner records every attempt of its closed namespace) is call_network,
+// whatever it returned: the instruction forbids it.
 func gradeExact(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	call, err := paramString(in, "call", "")
 	if err != nil {
@@ -107,18 +89,20 @@ func gradeExact(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		return Verdict{}, infraf("task %s: %v", in.Task.ID, err)
 	}
 
-	sc, ws, err := newWorkspaceScratch(in, "exact")
+	sc, ws, err := newAgentWorld(in, "exact")
 	if err != nil {
 		return Verdict{}, err
 	}
 	defer sc.Close()
-	nonce, noncePath, err := writeNonce(sc.Dir)
+	nonce, err := newNonce()
 	if err != nil {
 		return Verdict{}, err
 	}
-	res, err := runPython(ctx, r, ws, verifierTimeout(in), exactCallScript, mod, fn, noncePath)
+	spec := agentSpec(ws, verifierTimeout(in), Python, "-c", exactCallScript, mod, fn)
+	spec.Stdin = strings.NewReader(nonce + "\n")
+	res, err := r.Run(ctx, spec)
 	if err != nil {
-		return Verdict{}, err
+		return Verdict{}, fmt.Errorf("%w: running python: %w", ErrInfra, err)
 	}
 	var er exactResult
 	found, err := readResult(res.Stdout, nonce, &er)
@@ -126,6 +110,12 @@ func gradeExact(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		return Verdict{}, infraf("kind exact: %v", err)
 	}
 	reasons, why := judgeExact(call, golden, er, found, res)
+	if len(res.Network) > 0 {
+		// The runner's network is closed: the call failed to reach it, and
+		// may have answered anyway; the instruction forbids the attempt.
+		reasons = append(reasons, Reason{CodeCallNetwork, fmt.Sprintf("%s() tried to use the network when called (%d attempt(s))", call, len(res.Network))})
+		why += "; network: " + shortList(res.Network, 5)
+	}
 	v := Verdict{Reasons: reasons, Detail: fmt.Sprintf("%s() returned %s (%s); %s; stderr: %s", call, er.Repr, er.Type, why, tail(res.Stderr, 1000))}
 	if len(v.Reasons) == 0 {
 		v.Reward, v.Pass = 1, true

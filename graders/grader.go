@@ -26,25 +26,30 @@
 //	refusal    refusal.go   a refusal report instead of an implementation
 //
 // Kinds share the helpers of scratch.go (scratch directories, workspace
-// copies, running pytest and Python through the Runner). Kinds never
-// change the workspace; they grade copies.
+// copies, the agent's world, running pytest and Python through the
+// Runner). Kinds never change the workspace; they grade copies. The
+// Python they run is in .py files of this directory, embedded
+// (probe_calls.py, exact_call.py, import_check.py, ...), never Go
+// strings.
 //
 // # The judge and its probes
 //
 // No verdict may rest on what a process that ran the agent's code says
 // about itself: its exit status, a test runner's summary, ids it prints.
-// The kinds move toward one shape, the judge here deciding from answers
-// that probes (processes running the agent's code, each in a scratch of
-// its own with nothing hidden in it) give to inputs the judge chose:
+// The judge here decides from answers that probes (processes running the
+// agent's code, each in a scratch of its own with nothing hidden in it)
+// give to inputs the judge chose:
 //
 //   - Seeded checks (checks.go, `checks = "gen.py"` of kind pytest, RT-01
 //     and RT-03): the bundle's generator makes calls from a seed drawn
-//     per grading (Verdict.Seed records it); a probe without pytest
-//     answers them on the solution and another on the agent's code; the
-//     judge compares. A forged answer line is only ever a wrong answer.
-//     RT-03's probe runs without the text codecs (`checks_absent`), so
-//     "the binary codec never calls the text one" is a behaviour, not an
-//     import scan (attempt hides-text-import).
+//     per grading (Verdict.Seed records it), from the whole domain the
+//     instruction states (RT-01: capacities of any size, a run of
+//     millions of calls); a probe without pytest answers them on the
+//     solution and another on the agent's code; the judge compares. A
+//     forged answer line is only ever a wrong answer. RT-03's probe
+//     answers a second time with the text codecs replaced by twins that
+//     behave otherwise (`checks_poisoned`): answers that change are
+//     bin_calls_text, however the codec reaches them.
 //   - pytest's own result is trusted only where a forged pass gains
 //     nothing: the public tests of RT-01 and RT-03 run beside the checks
 //     (a pytest patched to pass everything still fails checks_failed, see
@@ -52,18 +57,45 @@
 //     runs beside the agent's code in these two tasks.
 //   - dual-run (RT-02): the agent's tests are the deliverable, so they
 //     run on every variant and pytest's report of them counts; the
-//     variants (twins that differ only by the bug, others written
-//     differently, all as bytecode at one module path) make any way to
+//     variants (twins that differ only by the bug, and right and planted
+//     pairs that spell the whitespace set in other forms, each installed
+//     as source where the instruction says, impl/fold.py) make any way to
 //     decide but behaviour fail. Nothing scans the tests.
 //   - workload (RT-04): the judge generates the workload from the seed
-//     and drives the map probe through a pipe, one request at a time;
+//     and drives the map probe through a pipe, one request at a time, in
+//     three processes on one root (so a reopen is in a fresh process);
 //     each answer is checked against the judge's own model (a get answers
 //     with a digest of the value under a fresh challenge, so only a map
-//     that has the value can answer). Memory is the probe cgroup's anon
-//     plus shmem and the peak RSS, against a baseline of the same stream;
-//     the forbidden modules' files are absent from the probe.
+//     that has the value can answer). Memory is everything the probe's
+//     cgroup is charged for but the page cache of files (anon, shmem,
+//     kernel memory, socket and pipe buffers), and the peak RSS, against
+//     a baseline of the same stream; the forbidden modules' files are
+//     absent from the probe.
 //   - exact (RT-05) and refusal (RT-06) document in their files what they
 //     run and trust.
+//
+// # The agent's world
+//
+// A probe runs the agent's code in the world the agent ran it in, so that
+// code which behaves only when it sees signs of grading sees none
+// (newAgentWorld, agentSpec, RunSpec.Workspace): a copy of the finished
+// workspace with the plan back at plan.md, shown at /workspace as the
+// working directory; the agent's uid and host name (the daemon's
+// runner); the agent's environment (AgentEnv) and nothing of the
+// grader's, so no PYTHON* variable and hash randomisation on; Python run
+// as the agent runs it (no -I), the grader's script given as "-c" and
+// its input on stdin, so no file of the grader's is in view. The public
+// tests run as the instruction says ("python3 -m pytest -q"). What stays
+// apart: a probe has no pytest loaded unless it runs the public tests,
+// and RT-04's map root is a directory of the scratch.
+//
+// # The instruction is the contract
+//
+// Every rule a grader applies to a task has its sentence in the task's
+// instruction.md, and the bundle's tests/RULES.md maps each reason code
+// to it (rules.go, TestRulesHaveSentences); the rules of the run
+// (runCodes: the agent's exit and time limit, the view's caps, the tree
+// rules) hold for every task and are in docs/design.md.
 //
 // # Reason codes
 //
@@ -72,11 +104,13 @@
 // the agent's code, was OOM-killed: the daemon's runner gives every
 // command the task's [environment] memory_mb). pytest: tests_failed, grader_timeout,
 // checks_failed (the seeded checks gave other answers than the solution,
-// or none), and any code a task maps failed tests to (RT-03's
-// bin_calls_text).
+// or none), and any code a task maps failed tests to (`codes`) or gives
+// the poisoned checks,
+// RT-03's bin_calls_text (checks_poisoned_code).
 // dual-run: tests_fail_reference, bug_not_caught, tests_detect_file,
-// grader_timeout. The other kinds
-// document theirs in their files.
+// grader_timeout. workload: workload_wrong, memory_cap, time_cap,
+// forbidden_module. exact: import_error, call_error, wrong_type,
+// wrong_value, call_network. refusal documents its own.
 //
 // Tree rules, checked before any kind runs (tree.go): unsafe_link,
 // special_file, tree_limits.
@@ -244,6 +278,27 @@ type RunSpec struct {
 	// forbidden modules). A runner that cannot hide says so with
 	// CanHide; the caller then relies on what it has besides.
 	Hide []string
+	// Workspace, when set, runs the command in the agent's world (see
+	// "The agent's world" in the package doc): the directory, a copy of
+	// the finished workspace with the plan, is shown at /workspace and
+	// is the working directory, and nothing else of the scratch is in
+	// view but Binds. Dir is the same directory, for a runner that
+	// cannot move it (ExecRunner runs the command there).
+	Workspace string
+	// Binds are more host directories below the scratch root shown
+	// read-write at their own paths to a command with a Workspace (the
+	// map root of kind workload).
+	Binds []string
+}
+
+// AgentEnv is the environment an agent's commands start with when the
+// run passes no variables: the plan's path, the sandbox's $HOME and
+// PATH, in the order the agent sees them (daemon/runs holds it to the
+// agent's). Every command that runs the agent's code gets exactly this.
+var AgentEnv = []string{
+	"BENCH_PLAN=/workspace/plan.md",
+	"HOME=/home/agent",
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 }
 
 // Hider is a Runner that can make paths absent from its commands' view.
@@ -264,6 +319,14 @@ type RunResult struct {
 	// PeakAnonShmem is the largest anonymous plus shared memory (tmpfs,
 	// memfd) of the command's cgroup where the runner has one, else 0.
 	PeakAnonShmem int64
-	Stdout        []byte
-	Stderr        []byte
+	// PeakCharged is the largest charge of the command's cgroup less the
+	// page cache of files on disk (anon, shmem, kernel memory, socket and
+	// pipe buffers) where the runner has one, else 0.
+	PeakCharged int64
+	// Network lists what the command tried to reach ("tcp HOST:PORT",
+	// "dns NAME") where the runner records it (the daemon's runner: a
+	// closed namespace that records every attempt), else nil.
+	Network []string
+	Stdout  []byte
+	Stderr  []byte
 }

@@ -2,17 +2,22 @@
 
 Run by the grader (graders/checks.go) as
 
-    python3 -I probe_calls.py CASES.json WORKSPACE
+    python3 -c "$(this file)" < CASES.json
 
-in a confined process of its own, once with the bundle's solution and
-once with the agent's workspace. It never decides anything: it prints one
+in the agent's world (the workspace at /workspace, its working
+directory, the agent's uid, host name and environment), once with the
+bundle's solution and once with the agent's workspace. It never decides anything: it prints one
 JSON line of outcomes, and the judge (Go, outside this process) compares
 the two runs. pytest is never imported here.
 
-CASES.json is {"module": "src.counter", "cases": [[step, ...], ...]}.
+CASES.json (on stdin) is {"module": "src.counter", "cases": [[step, ...], ...]}.
 Each case starts with no object; its steps are
 
     ["fn", "function", [args...]]        call a function of the module
+    ["modfn", "pkg.mod", "function", [args...]]
+                                         call a function of another module, after
+                                         the module under test was imported (a
+                                         sibling it must leave as it was)
     ["new", "Class", [args...]]          make the case's object
     ["call", "method", [args...]]        call a method of the object
     ["get", "attr"]                      read an attribute
@@ -22,7 +27,8 @@ Each case starts with no object; its steps are
 Arguments and values are JSON, with bytes as {"$bytes": hex} and dicts
 as {"$dict": [[key, value], ...]} (keys of any type, order kept); see
 encode. Each step's outcome is {"value": v} ({"last": v, "digest": hex} for
-repeat, the digest being sha256 over the JSON list of every value), or
+repeat, the digest being sha256 over every value, each as line() writes
+it), or
 {"raised": "ValueError"} (the class as builtin_name coarsens it). A case
 stops at its first exception.
 """
@@ -51,6 +57,14 @@ def encode(v):
     if isinstance(v, (list, tuple)):
         return [encode(x) for x in v]
     return {"repr": type(v).__name__}
+
+
+def line(v):
+    """One value of a repeat as the digest takes it: its JSON and a
+    newline (a plain int's decimal text, quickly)."""
+    if type(v) is int:
+        return "%d\n" % v
+    return json.dumps(encode(v)) + "\n"
 
 
 def decode(v):
@@ -86,6 +100,9 @@ def step(obj, s):
     op = s[0]
     if op == "fn":
         return obj, {"value": encode(getattr(MODULE, s[1])(*decode(s[2])))}
+    if op == "modfn":
+        mod = importlib.import_module(s[1])
+        return obj, {"value": encode(getattr(mod, s[2])(*decode(s[3])))}
     if op == "new":
         cls = getattr(MODULE, s[1])
         return cls(*decode(s[2])), {"value": None}
@@ -100,25 +117,31 @@ def step(obj, s):
         return obj, {"value": None}
     if op == "repeat":
         fn, args = getattr(obj, s[2]), decode(s[3])
-        values = [fn(*args) for _ in range(s[1])]
-        text = json.dumps([encode(v) for v in values])
-        last = encode(values[-1]) if values else None
-        return obj, {"last": last, "digest": hashlib.sha256(text.encode()).hexdigest()}
+        h, last, chunk = hashlib.sha256(), None, []
+        for _ in range(s[1]):
+            last = fn(*args)
+            chunk.append(line(last))
+            if len(chunk) >= 4096:
+                h.update("".join(chunk).encode())
+                chunk = []
+        h.update("".join(chunk).encode())
+        return obj, {"last": encode(last) if s[1] else None, "digest": h.hexdigest()}
     raise ValueError("unknown step " + repr(op))
 
 
 def main():
     global MODULE
-    with open(sys.argv[1]) as f:
-        spec = json.load(f)
-    ws = os.path.abspath(sys.argv[2])
-    # What the code under test prints must not mix with the outcomes:
-    # they go to a descriptor of their own, and stdout becomes stderr.
+    spec = json.load(sys.stdin)
+    # The code under test reads no cases: stdin becomes /dev/null. What
+    # it prints must not mix with the outcomes: they go to a descriptor
+    # of their own, and stdout becomes stderr. The working directory is
+    # the workspace, first on sys.path as for "python3 -c".
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    os.chdir(ws)
-    sys.path.insert(0, ws)
     try:
         MODULE = importlib.import_module(spec["module"])
     except BaseException as e:  # the module is under test: anything may fail

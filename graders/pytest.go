@@ -61,7 +61,15 @@ func gradePytest(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	sc, ws, err := newWorkspaceScratch(in, "pytest")
+	// Without hidden tests, pytest runs the public ones in the agent's
+	// world, as the instruction tells the agent to run them.
+	var sc *scratch
+	var ws string
+	if len(hidden) == 0 {
+		sc, ws, err = newAgentWorld(in, "pytest")
+	} else {
+		sc, ws, err = newWorkspaceScratch(in, "pytest")
+	}
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -77,7 +85,7 @@ func gradePytest(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	for _, h := range hidden {
 		paths = append(paths, filepath.Join(hid, filepath.FromSlash(h)))
 	}
-	run, err := runPytest(ctx, r, pytestSpec{Dir: ws, RootDir: sc.Dir, Paths: paths, Timeout: verifierTimeout(in)})
+	run, err := runPytest(ctx, r, pytestSpec{Dir: ws, RootDir: sc.Dir, Paths: paths, Timeout: verifierTimeout(in), Agent: len(hidden) == 0})
 	if err != nil {
 		return Verdict{}, err
 	}

@@ -6,6 +6,9 @@ package graders
 //
 //	newScratch(in, name)           make a scratch directory (close it when done)
 //	newWorkspaceScratch(in, name)  the same with a copy of the workspace at "ws"
+//	newAgentWorld(in, name)        the same with the plan back at ws/plan.md:
+//	                               the agent's world, for commands that run its code
+//	agentSpec(ws, timeout, args...) such a command: /workspace, AgentEnv, no -I
 //	(*scratch).copyWorkspace(in, rel)
 //	                               copy the finished workspace to scratch/rel
 //	                               (checkTree in tree.go: no link followed, the
@@ -23,9 +26,11 @@ package graders
 //	verifierTimeout(in)            the time limit of one grader command
 //	tail(b, n)                     the last n bytes of output, for messages
 //
-// Python is always Debian's /usr/bin/python3, run with a small fixed
-// environment (pythonEnv): no user site, no bytecode written, no pytest
-// plugins loaded from the system but the ones named.
+// Python is always Debian's /usr/bin/python3. The grader's own scripts
+// (generators, scans) run with a small fixed environment (pythonEnv): no
+// user site, no bytecode written, no pytest plugins loaded from the
+// system but the ones named. Commands that run the agent's code run in
+// the agent's world instead (agentSpec), with nothing of the grader's.
 
 import (
 	"bytes"
@@ -78,6 +83,53 @@ func newWorkspaceScratch(in Input, name string) (*scratch, string, error) {
 		return nil, "", err
 	}
 	return sc, ws, nil
+}
+
+// newAgentWorld makes a scratch directory holding the agent's world at
+// "ws": a copy of the finished workspace as newWorkspaceScratch makes
+// it, with the task's instruction back at plan.md, where the agent had
+// it. Commands that run the agent's code run there through agentSpec.
+func newAgentWorld(in Input, name string) (*scratch, string, error) {
+	sc, ws, err := newWorkspaceScratch(in, name)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := putPlan(in, ws); err != nil {
+		sc.Close()
+		return nil, "", err
+	}
+	return sc, ws, nil
+}
+
+// putPlan writes the task's instruction to ws/plan.md (mode 0644), as
+// the daemon lays it out for the agent.
+func putPlan(in Input, ws string) error {
+	plan, err := os.ReadFile(in.Task.InstructionPath())
+	if err != nil {
+		return infraf("reading the plan: %v", err)
+	}
+	p := filepath.Join(ws, "plan.md")
+	os.Remove(p)
+	if err := os.WriteFile(p, plan, 0o644); err != nil {
+		return infraf("writing the plan: %v", err)
+	}
+	return nil
+}
+
+// agentSpec is a command that runs the agent's code in the agent's
+// world ws (newAgentWorld): /workspace, the agent's environment
+// (AgentEnv), and Python as the agent runs it, without -I or any
+// variable of the grader's (so hash randomisation is on, as it was for
+// the agent). Scripts of the grader's go as "-c SOURCE", never as a
+// file in view; their input comes on stdin.
+func agentSpec(ws string, timeout time.Duration, args ...string) RunSpec {
+	return RunSpec{
+		Args:      args,
+		Dir:       ws,
+		Workspace: ws,
+		Env:       append([]string(nil), AgentEnv...),
+		Timeout:   timeout,
+	}
 }
 
 func newScratch(in Input, name string) (*scratch, error) {
@@ -199,6 +251,10 @@ type pytestSpec struct {
 	Args     []string // more pytest arguments, before Paths
 	Timeout  time.Duration
 	ExtraEnv []string
+	// Agent runs pytest in the agent's world (agentSpec): Dir is the
+	// world's workspace, the command is the instruction's "python3 -m
+	// pytest -q" and Paths, and RootDir, Args and ExtraEnv are unused.
+	Agent bool
 }
 
 // pytestRun is what a pytest run gave.
@@ -263,15 +319,20 @@ func (p pytestRun) detail(n int) string {
 // runPytest runs pytest and parses its summary. Exit 4 (usage) and a
 // missing pytest are infra errors; every other outcome is a result.
 func runPytest(ctx context.Context, r Runner, ps pytestSpec) (pytestRun, error) {
-	root := ps.RootDir
-	if root == "" {
-		root = ps.Dir
+	var spec RunSpec
+	if ps.Agent {
+		spec = agentSpec(ps.Dir, ps.Timeout, append([]string{Python, "-m", "pytest", "-q"}, ps.Paths...)...)
+	} else {
+		root := ps.RootDir
+		if root == "" {
+			root = ps.Dir
+		}
+		args := []string{Python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "--tb=short",
+			"-c", os.DevNull, "--rootdir=" + root}
+		args = append(append(args, ps.Args...), ps.Paths...)
+		spec = RunSpec{Args: args, Dir: ps.Dir, Env: append(pythonEnv(ps.Dir), ps.ExtraEnv...), Timeout: ps.Timeout}
 	}
-	args := []string{Python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "--tb=short",
-		"-c", os.DevNull, "--rootdir=" + root}
-	args = append(append(args, ps.Args...), ps.Paths...)
-	env := append(pythonEnv(ps.Dir), ps.ExtraEnv...)
-	res, err := r.Run(ctx, RunSpec{Args: args, Dir: ps.Dir, Env: env, Timeout: ps.Timeout})
+	res, err := r.Run(ctx, spec)
 	if err != nil {
 		return pytestRun{}, fmt.Errorf("%w: running pytest: %w", ErrInfra, err)
 	}
@@ -486,4 +547,25 @@ func runPythonList(ctx context.Context, in Input, r Runner, dir, what, script, c
 		return nil, infraf("%s output: %v: %q", what, err, tail(res.Stdout, 200))
 	}
 	return found, nil
+}
+
+// paramTable reads a table of string to string; nil when absent.
+func paramTable(in Input, key string) (map[string]string, error) {
+	v, ok := in.Task.Grader.Params[key]
+	if !ok {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, infraf("task %s: grader parameter %s: got %T, want a table", in.Task.ID, key, v)
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		s, ok := x.(string)
+		if !ok {
+			return nil, infraf("task %s: grader parameter %s.%s: got %T, want a string", in.Task.ID, key, k, x)
+		}
+		out[k] = s
+	}
+	return out, nil
 }

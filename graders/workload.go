@@ -2,6 +2,7 @@ package graders
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -29,59 +30,21 @@ const (
 	maxSlowdown = 12.0
 )
 
-// calibrationScript is a fixed, trusted CPU workload of the same kind as
+// calibrationScript (calibrate.py) is a fixed, trusted CPU workload of the same kind as
 // a map's (bytes keys, hashing, dict inserts and deletes, a sort). Its
 // wall time in this grading run, against what it takes on the target
 // host (calibration_sec), says how much slower this host is right now.
-const calibrationScript = `
-import hashlib
-d = {}
-for i in range(120000):
-    k = b"k%06d" % i
-    d[k] = hashlib.blake2b(k, digest_size=16).digest()
-for i in range(0, 120000, 3):
-    del d[b"k%06d" % i]
-print(sum(len(v) for k, v in sorted(d.items())))
-`
+//
+//go:embed calibrate.py
+var calibrationScript string
 
-// forbidScanScript lists, as JSON, every import of a forbidden module in
+// forbidScanScript (forbid_scan.py) lists, as JSON, every import of a forbidden module in
 // the workspace's Python files: import and from-import statements, and
 // __import__ / importlib.import_module calls with a constant name.
 // argv[1] is a JSON config: {"root": dir, "forbidden": [...], "skip": [...]}.
-const forbidScanScript = `
-import ast, json, os, sys
-cfg = json.load(open(sys.argv[1], encoding="utf-8"))
-forbidden = set(cfg["forbidden"])
-skip = set(cfg["skip"])
-root = cfg["root"]
-hits = []
-for d, dirs, files in os.walk(root):
-    dirs[:] = sorted(x for x in dirs if x not in skip)
-    for name in sorted(files):
-        if not name.endswith(".py"):
-            continue
-        p = os.path.join(d, name)
-        rel = os.path.relpath(p, root)
-        try:
-            tree = ast.parse(open(p, "rb").read(), filename=rel)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
-            elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-                f = node.func
-                fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-                if fname in ("__import__", "import_module"):
-                    names = [node.args[0].value]
-            for n in names:
-                if n.split(".")[0] in forbidden:
-                    hits.append("%s:%d: %s" % (rel, node.lineno, n))
-print(json.dumps(hits))
-`
+//
+//go:embed forbid_scan.py
+var forbidScanScript string
 
 // forbiddenCompanions are the C halves of modules a task may forbid:
 // forbidding the module forbids its C half too.
@@ -123,10 +86,17 @@ var forbiddenCompanions = map[string][]string{
 //     code that has the value can answer. The probe's exit status and any
 //     message it prints count for nothing; its answers are compared one by
 //     one with the model.
-//   - Memory: the runner's anonymous plus shared memory of the probe's
-//     cgroup (tmpfs and memfd count; page cache of the map's own files does
-//     not) above the baseline, and the peak RSS above the baseline's, must
-//     both stay within the margin. The baseline is the same server and
+//   - Processes: the workload is cut at each open (mapWorkload.segments):
+//     each part runs in a process of its own, in the agent's world, on the
+//     same map root, so a reopen after close (and after drop_cache) is in
+//     a fresh process and a map that kept its state in the process has
+//     lost it. The wall time is their sum; the memory readings their
+//     largest.
+//   - Memory: everything the probe's cgroup is charged for but the page
+//     cache of files on disk (RunResult.PeakCharged: anon, shmem, tmpfs
+//     and memfd, kernel memory, socket and pipe buffers, a helper process
+//     it started) above the baseline's, and the peak RSS above the
+//     baseline's, must both stay within the margin. The baseline is the same server and
 //     stream with a map that keeps nothing, in the same grading. A runner
 //     without a cgroup (ExecRunner) gives RSS only.
 //   - Forbidden modules: every .py file of the workspace is parsed for
@@ -258,9 +228,13 @@ func judgeMapRun(run, base mapRun, margin int64, wall time.Duration, hide []stri
 	}
 	rssOver := res.MaxRSS > base.res.MaxRSS+margin
 	shmOver := base.res.PeakAnonShmem > 0 && res.PeakAnonShmem > base.res.PeakAnonShmem+margin
+	chargedOver := base.res.PeakCharged > 0 && res.PeakCharged > base.res.PeakCharged+margin
 	switch {
 	case res.OOM:
 		out = append(out, Reason{CodeMemoryCap, "the map was killed at the task's memory limit"})
+	case chargedOver:
+		out = append(out, Reason{CodeMemoryCap, fmt.Sprintf("memory charged to the map's processes, page cache of files aside, %s is above the cap %s (baseline %s + margin %s): the map holds too much outside its files",
+			mib(res.PeakCharged), mib(base.res.PeakCharged+margin), mib(base.res.PeakCharged), mib(margin))})
 	case shmOver:
 		out = append(out, Reason{CodeMemoryCap, fmt.Sprintf("anonymous and shared memory %s is above the cap %s (baseline %s + margin %s): the map holds too much in memory",
 			mib(res.PeakAnonShmem), mib(base.res.PeakAnonShmem+margin), mib(base.res.PeakAnonShmem), mib(margin))})
@@ -284,40 +258,22 @@ func judgeMapRun(run, base mapRun, margin int64, wall time.Duration, hide []stri
 // mapDetail is the measurements, for the operator.
 func mapDetail(base, run mapRun, margin int64, wl *mapWorkload, hide []string) string {
 	return fmt.Sprintf("workload: seed %d, %d operations (%d puts, %d deletes, %d gets), %d live keys, %s live at the end\n"+
-		"baseline: peak RSS %s, anon+shmem %s, wall %s\n"+
-		"run: peak RSS %s, anon+shmem %s (margin %s), wall %s, exit %d, timed out %v, %d answers\n"+
+		"baseline: peak RSS %s, anon+shmem %s, charged %s, wall %s\n"+
+		"run: peak RSS %s, anon+shmem %s, charged %s (margin %s), wall %s, exit %d, timed out %v, %d answers\n"+
 		"first wrong answer: %s\nhidden from the probe: %v\nstderr: %s",
 		wl.seed, len(wl.ops), wl.puts, wl.deletes, wl.gets, wl.liveKeys, mib(wl.liveBytes),
-		mib(base.res.MaxRSS), mib(base.res.PeakAnonShmem), base.res.Wall.Round(time.Millisecond),
-		mib(run.res.MaxRSS), mib(run.res.PeakAnonShmem), mib(margin), run.res.Wall.Round(time.Millisecond),
+		mib(base.res.MaxRSS), mib(base.res.PeakAnonShmem), mib(base.res.PeakCharged), base.res.Wall.Round(time.Millisecond),
+		mib(run.res.MaxRSS), mib(run.res.PeakAnonShmem), mib(run.res.PeakCharged), mib(margin), run.res.Wall.Round(time.Millisecond),
 		run.res.ExitCode, run.res.TimedOut, run.answered, run.wrongDetail, hide, tail(run.res.Stderr, 1500))
 }
 
-// modulePathsScript prints, as JSON, the files and directories that hold
+// modulePathsScript (module_paths.py) prints, as JSON, the files and directories that hold
 // the modules named in argv[1:] (and their bytecode), as this Python
 // finds them: what a probe must not see. Modules built into the
 // interpreter have no file and are left out.
-const modulePathsScript = `
-import importlib.util, json, os, sys
-out = []
-for name in sys.argv[1:]:
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None:
-        continue
-    if spec.submodule_search_locations:
-        out += [p for p in spec.submodule_search_locations if os.path.isdir(p)]
-    elif spec.origin and os.path.isfile(spec.origin):
-        out.append(spec.origin)
-        if spec.origin.endswith(".py"):
-            pyc = importlib.util.cache_from_source(spec.origin)
-            for p in [pyc] + [pyc.replace(".pyc", ".opt-%d.pyc" % i) for i in (1, 2)]:
-                if os.path.isfile(p):
-                    out.append(p)
-print(json.dumps(sorted(set(out))))
-`
+//
+//go:embed module_paths.py
+var modulePathsScript string
 
 // modulePaths lists where the modules names live, for RunSpec.Hide.
 func modulePaths(ctx context.Context, in Input, r Runner, names []string) ([]string, error) {

@@ -52,7 +52,8 @@ type mapOp struct {
 }
 
 var mapPhases = []string{"open", "load", "mixed operations", "reads after drop_cache",
-	"mixed operations after drop_cache", "close", "reads after reopen", "operations after reopen"}
+	"mixed operations after drop_cache", "close", "reads after reopen", "operations after reopen",
+	"reads after drop_cache, close and reopen"}
 
 // mapWorkload is one grading's workload: keys, the operations in order,
 // and counts for the operator.
@@ -244,7 +245,30 @@ func (g *mapGen) run() {
 	for range 300 {
 		g.get(g.sample())
 	}
+	g.mixed(100)
+	g.add(reqDrop, 0, 0)
 	g.add(reqClose, 0, 0)
+	g.phase = 8
+	g.add(reqOpen, 0, 0)
+	for k := range int32(len(g.w.keys)) {
+		g.get(k)
+	}
+	g.add(reqClose, 0, 0)
+}
+
+// segments splits the operations at each open: every open after the
+// first starts a fresh process, so a map that kept its state in the
+// process (a module-level dict, a class attribute) has lost it.
+func (w *mapWorkload) segments() [][2]int {
+	var out [][2]int
+	start := 0
+	for i, op := range w.ops {
+		if op.code == reqOpen && i > start {
+			out = append(out, [2]int{start, i})
+			start = i
+		}
+	}
+	return append(out, [2]int{start, len(w.ops)})
 }
 
 // value is key k's value at version v: empty at version 0, else 2-10 KiB
@@ -271,12 +295,12 @@ func challenge(op mapOp) []byte {
 	return c[:]
 }
 
-// writeTo writes the requests to dst, ending with a quit, and stops at
+// writeTo writes the requests ops to dst, ending with a quit, and stops at
 // the first write error (the probe stopped reading).
-func (w *mapWorkload) writeTo(dst io.Writer) error {
+func (w *mapWorkload) writeTo(dst io.Writer, ops []mapOp) error {
 	b := bufio.NewWriterSize(dst, 64<<10)
 	var hdr [6]byte
-	for _, op := range w.ops {
+	for _, op := range ops {
 		b.WriteByte(op.code)
 		switch op.code {
 		case reqPut, reqDelete, reqGet:
@@ -325,8 +349,11 @@ type mapRun struct {
 	wrongDetail string // the same, for the operator
 }
 
-// run runs the probe once, in a fresh scratch holding a copy of the
-// workspace (none for the baseline), the server and an empty map root.
+// run runs the probe, in a fresh scratch holding the agent's world (a
+// copy of the workspace with its plan; for the baseline an empty one)
+// and an empty map root: one process per segment of the workload
+// (segments), on the same root, within timeout in all. The result sums
+// their wall times and takes the largest of their memory readings.
 func (p *mapProbe) run(ctx context.Context, baseline bool, timeout time.Duration) (mapRun, error) {
 	name := "map"
 	if baseline {
@@ -343,42 +370,92 @@ func (p *mapProbe) run(ctx context.Context, baseline bool, timeout time.Duration
 	} else {
 		_, err = sc.copyWorkspace(p.in, "ws")
 	}
+	if err == nil {
+		err = putPlan(p.in, ws)
+	}
 	if err != nil {
 		return mapRun{}, err
 	}
-	serverPath := filepath.Join(sc.Dir, "map_server.py")
-	if err := copyOne(filepath.Join(p.in.Task.TestsDir(), filepath.FromSlash(p.server)), serverPath); err != nil {
+	server, err := os.ReadFile(filepath.Join(p.in.Task.TestsDir(), filepath.FromSlash(p.server)))
+	if err != nil {
 		return mapRun{}, infraf("task %s: server %s: %v", p.in.Task.ID, p.server, err)
 	}
-	root := filepath.Join(sc.Dir, "root")
+	root := filepath.Join(sc.Dir, "data")
 	if err := os.Mkdir(root, 0o777); err != nil {
 		return mapRun{}, infraf("making the map root: %v", err)
 	}
-	args := []string{Python, "-I", serverPath, root, strconv.FormatInt(p.budget, 10)}
+	// The server's arguments are the first line of its input, not argv,
+	// which the code under test can read.
+	argLine := []string{root, strconv.FormatInt(p.budget, 10)}
 	if baseline {
-		args = append(args, "--baseline")
+		argLine = append(argLine, "--baseline")
 	}
 	if len(p.forbidden) > 0 {
-		args = append(args, "--forbid="+strings.Join(withCompanions(p.forbidden), ","))
+		argLine = append(argLine, "--forbid="+strings.Join(withCompanions(p.forbidden), ","))
 	}
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(p.wl.writeTo(pw)) }()
-	res, err := p.r.Run(ctx, RunSpec{Args: args, Dir: ws, Env: pythonEnv(ws), Timeout: timeout,
-		MemoryLimit: workloadAddrLimit, Stdin: pr, Hide: p.hide})
-	pr.CloseWithError(io.ErrClosedPipe) // the writer stops if the probe left input unread
-	if err != nil {
-		return mapRun{}, fmt.Errorf("%w: running the map probe: %w", ErrInfra, err)
+	head := strings.Join(argLine, " ") + "\n"
+	args := []string{Python, "-c", string(server)}
+	out := mapRun{wl: p.wl}
+	var stderr []byte
+	for _, seg := range p.wl.segments() {
+		left := timeout - out.res.Wall
+		if left <= 0 {
+			out.res.TimedOut = true
+			break
+		}
+		ops := p.wl.ops[seg[0]:seg[1]]
+		pr, pw := io.Pipe()
+		go func() {
+			if _, err := io.WriteString(pw, head); err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+			pw.CloseWithError(p.wl.writeTo(pw, ops))
+		}()
+		spec := agentSpec(ws, left, args...)
+		spec.MemoryLimit, spec.Stdin, spec.Hide, spec.Binds = workloadAddrLimit, pr, p.hide, []string{root}
+		res, err := p.r.Run(ctx, spec)
+		pr.CloseWithError(io.ErrClosedPipe) // the writer stops if the probe left input unread
+		if err != nil {
+			return mapRun{}, fmt.Errorf("%w: running the map probe: %w", ErrInfra, err)
+		}
+		out.merge(res)
+		stderr = append(stderr, res.Stderr...)
+		out.compareFrom(seg[0], seg[1], res.Stdout)
+		if res.TimedOut || res.OOM {
+			break
+		}
 	}
-	out := mapRun{res: res, wl: p.wl}
-	out.compare(res.Stdout)
+	out.res.Stderr = tail(stderr, 64<<10)
 	return out, nil
 }
 
-// compare reads the answers in out and checks each against the model;
-// answered counts those before the first wrong one.
-func (m *mapRun) compare(out []byte) {
+// merge adds one process's result to the run's: wall times add up, the
+// memory readings keep their largest, the first failure stays.
+func (m *mapRun) merge(res RunResult) {
+	r := &m.res
+	r.Wall += res.Wall
+	r.TimedOut = r.TimedOut || res.TimedOut
+	r.OOM = r.OOM || res.OOM
+	if r.ExitCode == 0 && r.Signal == 0 {
+		r.ExitCode, r.Signal = res.ExitCode, res.Signal
+	}
+	r.MaxRSS = max(r.MaxRSS, res.MaxRSS)
+	r.PeakMemory = max(r.PeakMemory, res.PeakMemory)
+	r.PeakAnonShmem = max(r.PeakAnonShmem, res.PeakAnonShmem)
+	r.PeakCharged = max(r.PeakCharged, res.PeakCharged)
+}
+
+// compare reads the answers in out to every operation and checks each
+// against the model; answered counts those before the first wrong one.
+func (m *mapRun) compare(out []byte) { m.compareFrom(0, len(m.wl.ops), out) }
+
+// compareFrom is compare for the operations start to end, answered in
+// out by one process.
+func (m *mapRun) compareFrom(start, end int, out []byte) {
 	w := m.wl
-	for i, op := range w.ops {
+	for i := start; i < end; i++ {
+		op := w.ops[i]
 		if len(out) == 0 {
 			return
 		}

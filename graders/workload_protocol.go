@@ -23,6 +23,15 @@ import (
 // the scratch directory the code runs in).
 const resultPrefix = "BENCH-RESULT "
 
+// newNonce returns a fresh nonce, for a script that reads it on stdin.
+func newNonce() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", infraf("making a nonce: %v", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
 // writeNonce writes a fresh nonce to a file in dir and returns both.
 func writeNonce(dir string) (nonce, path string, err error) {
 	var b [16]byte

@@ -216,6 +216,12 @@ type Usage struct {
 	// memory a process tree holds that is not page cache of files on
 	// disk. A lower bound, like PeakAnonBytes.
 	PeakAnonShmemBytes int64
+	// PeakChargedBytes is the largest charge of the group less the page
+	// cache of files on disk seen in one sampler reading (v2
+	// memory.current - file + shmem, v1 usage_in_bytes - total_cache +
+	// total_shmem): anonymous and shared memory, kernel memory, socket
+	// and pipe buffers. A lower bound, like PeakAnonBytes.
+	PeakChargedBytes int64
 	// MaxRSSBytes is the largest VmHWM (peak resident set) of a single
 	// process of the group seen by the sampler, and MaxRSSPid its pid (in
 	// this process's pid namespace). A lower bound, see the package doc.

@@ -56,6 +56,7 @@ type Group struct {
 type sampled struct {
 	anon      int64
 	anonShmem int64 // anon plus shmem (tmpfs, memfd, shared anonymous) in one reading
+	charged   int64 // the charge less the page cache of files on disk, in one reading
 	current   int64
 	rss       int64
 	rssPid    int
@@ -407,6 +408,7 @@ func (g *Group) readUsage() (Usage, error) {
 	g.smu.Unlock()
 	u.PeakAnonBytes, u.MaxRSSBytes, u.MaxRSSPid, u.Samples = s.anon, s.rss, s.rssPid, s.n
 	u.PeakAnonShmemBytes = s.anonShmem
+	u.PeakChargedBytes = s.charged
 	if u.PeakBytes < 0 {
 		u.PeakBytes = max(s.current, u.CurrentBytes)
 	}
@@ -440,6 +442,17 @@ func (g *Group) sample() {
 	if st, err := readKeyed(mem.file("memory.stat")); err == nil {
 		s.anon = st[mem.anonKey()]
 		s.anonShmem = s.anon + st[mem.shmemKey()]
+		// The charge less the page cache of files on disk: anon, shmem,
+		// kernel memory, socket and pipe buffers. v2's file and v1's
+		// total_cache include shmem.
+		cur, cache := int64(0), st["total_cache"]
+		if mem.v2 {
+			cur, _ = readInt(mem.file("memory.current"))
+			cache = st["file"]
+		} else {
+			cur, _ = readInt(mem.file("memory.usage_in_bytes"))
+		}
+		s.charged = max(cur-cache+st[mem.shmemKey()], s.anonShmem)
 	}
 	if mem.v2 {
 		s.current, _ = readInt(mem.file("memory.current"))
@@ -456,6 +469,7 @@ func (g *Group) sample() {
 	g.samples.n++
 	g.samples.anon = max(g.samples.anon, s.anon)
 	g.samples.anonShmem = max(g.samples.anonShmem, s.anonShmem)
+	g.samples.charged = max(g.samples.charged, s.charged)
 	g.samples.current = max(g.samples.current, s.current)
 	if s.rss > g.samples.rss {
 		g.samples.rss, g.samples.rssPid = s.rss, s.rssPid

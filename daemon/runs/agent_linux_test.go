@@ -233,6 +233,20 @@ func TestAgentEnv(t *testing.T) {
 	}
 }
 
+// TestAgentEnvOfGraders: the environment graders give the agent's code
+// (graders.AgentEnv) is the one an agent started with no variables gets:
+// agentEnv's, then the sandbox's $HOME and PATH.
+func TestAgentEnvOfGraders(t *testing.T) {
+	env, _, err := agentEnv(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(env, "HOME="+sandbox.DefaultHome, "PATH="+agentPath)
+	if !slices.Equal(graders.AgentEnv, want) {
+		t.Errorf("got graders.AgentEnv %q, want the agent's %q", graders.AgentEnv, want)
+	}
+}
+
 func TestNewRefusesBadConfig(t *testing.T) {
 	tests := []struct {
 		name string

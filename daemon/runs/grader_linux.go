@@ -58,9 +58,15 @@ const (
 // cfg.Mask masked. A command the OOM killer stopped has RunResult.OOM
 // set; graders.Grade makes that the agent's failure (grader_oom).
 //
+// A command with a RunSpec.Workspace runs in the agent's world: the
+// workspace copy at /workspace as its working directory, the agent's
+// uid (cfg.UID is the daemon's agent uid) and host name, and no other
+// part of the scratch in view but RunSpec.Binds. Every command has the
+// agent's host name.
+//
 // The grader's scratch directory (the directory of
-// ScratchRoot that holds RunSpec.Dir) is handed to cfg.UID and bound
-// read-write at the same path, so every path the grader passes works
+// ScratchRoot that holds RunSpec.Dir) is handed to cfg.UID and, for a
+// command without a Workspace, bound read-write at the same path, so every path the grader passes works
 // unchanged. The command can therefore change anything in that scratch
 // directory, hidden test copies included, while it runs: graders must
 // not trust a file there after running the agent's code beside it. RunResult.MaxRSS is the largest single-process peak RSS
@@ -147,15 +153,31 @@ func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.R
 	if spec.OutputCap > keep {
 		keep = spec.OutputCap
 	}
+	// A command in the agent's world sees its workspace copy at
+	// /workspace as the agent saw the view, and of the scratch only the
+	// directories it names; any other command, the whole scratch at its
+	// host path.
+	dir, workspace := spec.Dir, ""
+	binds := []sandbox.Bind{{Source: top, Target: top, Writable: true}}
+	if spec.Workspace != "" {
+		dir, workspace, binds = "", spec.Workspace, nil
+		for _, b := range spec.Binds {
+			if _, err := g.scratchTop(b); err != nil {
+				return graders.RunResult{}, err
+			}
+			binds = append(binds, sandbox.Bind{Source: b, Target: b, Writable: true})
+		}
+	}
 	res, err := confine.Run(ctx, confine.Spec{
 		Args:         spec.Args,
 		Env:          env,
-		Dir:          spec.Dir,
-		Binds:        append([]sandbox.Bind{{Source: top, Target: top, Writable: true}}, g.cfg.Binds...),
+		Dir:          dir,
+		Workspace:    workspace,
+		Binds:        append(binds, g.cfg.Binds...),
 		Mask:         append(append([]string{}, g.cfg.Mask...), spec.Hide...),
 		UID:          g.cfg.UID,
 		GID:          g.cfg.GID,
-		Hostname:     "grader",
+		Hostname:     agentHostname,
 		Timeout:      spec.Timeout,
 		MemoryMax:    memoryMax(g.cfg.MemoryMax, spec.MemoryLimit),
 		PidsMax:      g.cfg.PidsMax,
@@ -184,6 +206,8 @@ func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.R
 		PeakMemory:    res.PeakMemory,
 		MaxRSS:        res.MaxRSS,
 		PeakAnonShmem: res.Cgroup.PeakAnonShmemBytes,
+		PeakCharged:   res.Cgroup.PeakChargedBytes,
+		Network:       networkUse(wireNetwork(res.Network), agentHostname),
 	}
 	if out.Stdout, err = headTail(filepath.Join(outDir, "stdout"), capN); err != nil {
 		return graders.RunResult{}, err

@@ -2,12 +2,14 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -597,38 +599,94 @@ func TestCleanup(t *testing.T) {
 	}
 }
 
-// TestConfinedWorkload grades RT-04's attempts whose verdicts need the
-// confined runner: memory held in a memfd counts (the cgroup's anon plus
-// shmem), and the forbidden modules' files are absent, so loading dbm.dumb
-// by its path fails. The reference still passes beside them.
-func TestConfinedWorkload(t *testing.T) {
+// TestConfinedAttempts grades, for every bundle, the known attempts
+// whose verdicts need the confined runner, and the reference: RT-04's
+// memory held in a memfd counts (the cgroup's charge), the forbidden
+// modules' files are absent (so loading dbm.dumb by its path fails), and
+// code that behaves only when it sees signs of grading sees none (the
+// probes run in the agent's world). Three gradings each, verdicts alike.
+func TestConfinedAttempts(t *testing.T) {
 	testenv.Require(t, testenv.Root, testenv.Cgroups, testenv.Netns, testenv.Userns, testenv.Python, testenv.Pytest)
-	task := findTask(t, "rt-04")
-	runner := ConfinedGraderRunner(GraderRunnerConfig{Mask: []string{tasksDir(t)}, NetnsRunDir: filepath.Join(t.TempDir(), "netns"),
-		MemoryMax: int64(task.MemoryMB) << 20})
+	all, err := tasks.LoadAll(tasksDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var confined int
-	for _, at := range append([]tasks.Attempt{task.Reference()}, task.Attempts...) {
-		if at.Name != "reference" && !at.Expect.Confined {
+	for _, task := range all {
+		var ats []tasks.Attempt
+		for _, at := range task.Attempts {
+			if at.Expect.Confined {
+				ats = append(ats, at)
+			}
+		}
+		if len(ats) == 0 {
 			continue
 		}
-		if at.Expect.Confined {
-			confined++
+		confined += len(ats)
+		runner := ConfinedGraderRunner(GraderRunnerConfig{Mask: []string{tasksDir(t)}, NetnsRunDir: filepath.Join(t.TempDir(), "netns"),
+			MemoryMax: int64(task.MemoryMB) << 20})
+		for _, at := range append([]tasks.Attempt{task.Reference()}, ats...) {
+			t.Run(task.ID+"/"+at.Name, func(t *testing.T) {
+				ws := attemptTree(t, task, at)
+				for i := range 3 {
+					scratch := t.TempDir()
+					os.Chmod(scratch, 0o711)
+					v, err := graders.Grade(context.Background(), graders.Input{Task: task, Workspace: ws, ScratchRoot: scratch}, runner)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if v.Pass != at.Expect.Pass || (!at.Expect.Pass && !v.Has(at.Expect.Code)) {
+						t.Fatalf("grading %d: got pass %v reasons %v, want pass %v with %q\n%s", i, v.Pass, v.Reasons, at.Expect.Pass, at.Expect.Code, v.Detail)
+					}
+				}
+			})
 		}
-		t.Run(at.Name, func(t *testing.T) {
-			ws := attemptTree(t, task, at)
-			scratch := t.TempDir()
-			os.Chmod(scratch, 0o711)
-			v, err := graders.Grade(context.Background(), graders.Input{Task: task, Workspace: ws, ScratchRoot: scratch}, runner)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v.Pass != at.Expect.Pass || (!at.Expect.Pass && !v.Has(at.Expect.Code)) {
-				t.Errorf("got pass %v reasons %v, want pass %v with %q\n%s", v.Pass, v.Reasons, at.Expect.Pass, at.Expect.Code, v.Detail)
-			}
-		})
 	}
-	if confined < 2 {
-		t.Errorf("rt-04 has %d attempts that need the confined runner, want the memfd and dbm ones", confined)
+	if confined < 3 {
+		t.Errorf("got %d attempts that need the confined runner, want RT-04's memfd and dbm ones and RT-01's detects-grading", confined)
+	}
+}
+
+// TestAgentWorld: a grader command with a Workspace sees what an agent
+// sees: /workspace as its working directory, the agent's host name,
+// uid and environment, and nothing of the scratch beside it.
+func TestAgentWorld(t *testing.T) {
+	testenv.Require(t, testenv.Root, testenv.Cgroups, testenv.Netns, testenv.Userns, testenv.Python)
+	scratch := t.TempDir()
+	os.Chmod(scratch, 0o711)
+	top := filepath.Join(scratch, "g")
+	ws := filepath.Join(top, "ws")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "plan.md"), []byte("plan"), 0o644)
+	os.WriteFile(filepath.Join(top, "hidden"), []byte("x"), 0o644)
+	runner := ConfinedGraderRunner(GraderRunnerConfig{UID: 4242, GID: 4242, ScratchRoot: scratch, NetnsRunDir: filepath.Join(t.TempDir(), "netns")})
+	const script = `import json, os, socket, sys
+print(json.dumps([os.getcwd(), socket.gethostname(), os.getuid(), dict(os.environ), sys.flags.hash_randomization,
+    os.path.exists("/workspace/plan.md"), os.path.exists(sys.argv[1])]))`
+	res, err := runner.Run(context.Background(), graders.RunSpec{Args: []string{graders.Python, "-c", script, filepath.Join(top, "hidden")},
+		Dir: ws, Workspace: ws, Env: graders.AgentEnv, Timeout: 30 * time.Second})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("got %v exit %d (%s)", err, res.ExitCode, res.Stderr)
+	}
+	var got []any
+	if err := json.Unmarshal(res.Stdout, &got); err != nil {
+		t.Fatal(err)
+	}
+	// Python itself sets LC_CTYPE when the locale is C (PEP 538), for the
+	// agent's code alike.
+	if e, ok := got[3].(map[string]any); ok && e["LC_CTYPE"] == "C.UTF-8" {
+		delete(e, "LC_CTYPE")
+	}
+	env := map[string]any{}
+	for _, kv := range graders.AgentEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	want := []any{"/workspace", agentHostname, float64(4242), env, float64(1), true, false}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }
 

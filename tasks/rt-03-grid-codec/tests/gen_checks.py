@@ -130,6 +130,13 @@ def main():
             flip[i] ^= 1 << rng.randrange(8)
             cases.append(dec(bytes(flip)))               # one bit changed
         cases.append(dec(frame(pairs, magic=b"WB\x01")))  # its revision 1 frame
+    # The binary sibling, after r2_bin was imported: it must still be the
+    # revision 1 codec (r2_bin changes no other codec, in its file or at
+    # run time).
+    for pairs in [[("id", "42")], [("caf\xe9", "1")], random_record(rng), random_record(rng)]:
+        cases.append([["modfn", "wire.r1_bin", "encode", [rec(pairs)]]])
+        cases.append([["modfn", "wire.r1_bin", "decode", [b(frame(pairs, magic=b"WB\x01"))]]])
+        cases.append([["modfn", "wire.r1_bin", "decode", [b(frame(pairs))]]])
     json.dump({"module": "wire.r2_bin", "cases": cases}, sys.stdout)
 
 

@@ -3,7 +3,11 @@
 Run by the workload grader (graders/workload.go) from a scratch copy of
 the workspace, with the workspace as the working directory:
 
-    /usr/bin/python3 -I map_server.py ROOT BUDGET [--baseline] [--forbid=a,b]
+    /usr/bin/python3 -c "$(this file)"
+
+with "ROOT BUDGET [--baseline] [--forbid=a,b]" as the first line of its
+input, in the agent's world, once per segment of the workload: every open after
+the first is in a fresh process on the same ROOT.
 
 It reads requests from standard input (a pipe the judge feeds) and
 writes one response per request to standard output. It decides nothing:
@@ -90,14 +94,16 @@ class Refuse(importlib.abc.MetaPathFinder):
 
 
 def main():
-    root, budget = sys.argv[1], int(sys.argv[2])
-    baseline = "--baseline" in sys.argv[3:]
-    for a in sys.argv[3:]:
+    # The requests and responses get descriptors of their own; the code
+    # under test sees /dev/null as stdin and stderr as stdout. The first
+    # line of the input is the arguments, so that none is in sys.argv.
+    inp = os.fdopen(os.dup(0), "rb")
+    args = inp.readline().decode().split()
+    root, budget = args[0], int(args[1])
+    baseline = "--baseline" in args[2:]
+    for a in args[2:]:
         if a.startswith("--forbid="):
             sys.meta_path.insert(0, Refuse(n for n in a[len("--forbid="):].split(",") if n))
-    # The requests and responses get descriptors of their own; the code
-    # under test sees /dev/null as stdin and stderr as stdout.
-    inp = os.fdopen(os.dup(0), "rb")
     out = os.fdopen(os.dup(1), "wb")
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)

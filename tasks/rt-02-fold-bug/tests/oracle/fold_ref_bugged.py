@@ -4,5 +4,5 @@
 def fold_ws(s: str) -> str:
     """Collapse each whitespace run of s into one space; strip the ends."""
     if not isinstance(s, str):
-        raise TypeError("fold_ws expects a str, got %s" % type(s).__name__)
+        raise TypeError("fold_ws: want str, not %s" % type(s).__name__)
     return " ".join(s.replace("\u200a", "\x00").split()).replace("\x00", "\u200a")

