@@ -4,11 +4,13 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"benchd.dev/client/apitype"
 	"benchd.dev/fsmon/journal"
@@ -129,11 +131,44 @@ func checkHostileNames(t *testing.T, d *daemonProc, a apitype.Attempt) {
 	if !comms["\x1b[8m\xff\r"] {
 		t.Errorf("journal: no record by the command name the agent set, got %v", comms)
 	}
-	for _, args := range [][]string{{"log", a.ID}, {"log", "--denied", a.ID}, {"diff", a.ID}} {
-		if out, code := benchctlOn(t, socket, args...); code != 0 {
+	// What benchctl prints of the attempt holds no raw control byte but
+	// \n and \t, no C1 control, no bidi override and no invalid UTF-8.
+	for _, args := range [][]string{{"log", a.ID}, {"log", "--denied", a.ID}, {"diff", a.ID}, {"diff", "--tree", a.ID},
+		{"diff", "--all", a.ID}, {"transcript", a.ID}, {"transcript", "--stdout", a.ID}, {"transcript", "--stderr", a.ID},
+		{"show", a.ID}, {"list"}, {"model", a.ID}} {
+		out, code := benchctlOn(t, socket, args...)
+		if code != 0 && !(args[0] == "show" && code == 1) { // show: 1 is a failed verdict
 			t.Errorf("benchctl %v: exit %d, want 0\n%s", args, code, out)
 		}
+		if bad := rawControl(out); bad != "" {
+			t.Errorf("benchctl %v prints %s raw:\n%q", args, bad, out)
+		}
 	}
+	out, _ := benchctlOn(t, socket, "log", "--denied", a.ID)
+	if !strings.Contains(out, `\x1b[8m\xff\x0d`) {
+		t.Errorf("benchctl log --denied: got %q, want the command name made visible", out)
+	}
+	out, _ = benchctlOn(t, socket, "transcript", "--raw", "--stdout", a.ID)
+	if !strings.Contains(out, "\x1b[2J\x1b[HVERDICT: PASS\r") {
+		t.Errorf("benchctl transcript --raw: got %q, want the output's bytes", out)
+	}
+}
+
+// rawControl names the first thing in out a terminal would act on
+// rather than show, "" if none.
+func rawControl(out string) string {
+	if !utf8.ValidString(out) {
+		return "invalid UTF-8"
+	}
+	for i, r := range out {
+		switch {
+		case r < 0x20 && r != '\n' && r != '\t', r == 0x7f, r >= 0x80 && r <= 0x9f:
+			return fmt.Sprintf("control character %#x at byte %d", r, i)
+		case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+			return fmt.Sprintf("bidi control %U at byte %d", r, i)
+		}
+	}
+	return ""
 }
 
 // exportedJournal reads journal.jsonl out of an export.
