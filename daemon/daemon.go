@@ -284,6 +284,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("unable to open the store: %w", err)
 	}
 	defer st.Close()
+	// On a fleet the host name has one live owner: a second benchd under
+	// it would take this one's running attempts for a crashed host's.
+	claim, err := st.ClaimHost(ctx, cfg.Host)
+	if err != nil {
+		return err
+	}
+	defer claim.Close()
 	// On a fleet this host recovers its own attempts only: the others'
 	// are their hosts' (or the rescuer's, should those be gone).
 	recoverHost := ""
