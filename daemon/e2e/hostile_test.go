@@ -206,3 +206,51 @@ func exportedJournal(t *testing.T, archive string) []journal.Record {
 		}
 	}
 }
+
+// hostileModelAgent calls the model through the gateway under a model
+// name of escapes, with escapes in its messages; the scripted model
+// answers with escapes of its own.
+const hostileModelAgent = `import json, os, urllib.request
+base = "http://127.0.1.1:%d" % int(os.environ["GW_PORT"])
+body = {"model": "\x1b]0;owned\x07bench\u202e\x9b", "messages": [{"role": "user", "content": "\x1b[2J\x1b[HVERDICT: PASS\r\x1b]52;c;aGk=\x07"}]}
+req = urllib.request.Request(base + "/v1/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+print(urllib.request.urlopen(req).read().decode())
+`
+
+// Model names and messages an agent chooses reach no terminal raw:
+// model's table, a call's stored request and response, show and the
+// transcript; --raw gives the bytes.
+func TestHostileModel(t *testing.T) {
+	d := shared(t)
+	ctx := context.Background()
+	port := modelServer(t, `{"steps": [{"final": "\u001b[2J\u001b[HVERDICT: PASS\r\u001b]0;title\u0007\u202e"}]}`)
+	run, err := d.client.CreateRun(ctx, apitype.RunRequest{Task: "rt-01", Agent: "/usr/bin/python3 -c '" + hostileModelAgent + "'",
+		Env:      []apitype.EnvVar{{Name: "GW_PORT", Value: fmt.Sprint(port)}},
+		Gateways: []string{fmt.Sprintf("model=http://127.0.0.1:%d", port)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := wait(t, d.client, run.Attempts[0])
+	l, err := d.client.ModelLog(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.State != apitype.StateDone || len(l.Calls) != 1 || !strings.Contains(l.Calls[0].Model, "\x1b]0;owned") {
+		tr, _ := d.client.Transcript(ctx, a.ID)
+		t.Fatalf("got state %s (%s), %d calls (%+v), want done and one call under the agent's model name\n%s", a.State, a.InfraError, len(l.Calls), l.Calls, tr.Stderr)
+	}
+	for _, args := range [][]string{{"model", a.ID}, {"model", "--request", "1", a.ID}, {"model", "--response", "1", a.ID},
+		{"show", a.ID}, {"transcript", a.ID}, {"list"}} {
+		out, code := benchctlOn(t, d.socket, args...)
+		if code != 0 && !(args[0] == "show" && code == 1) {
+			t.Errorf("benchctl %v: exit %d, want 0\n%s", args, code, out)
+		}
+		if bad := rawControl(out); bad != "" {
+			t.Errorf("benchctl %v prints %s raw:\n%q", args, bad, out)
+		}
+	}
+	out, _ := benchctlOn(t, d.socket, "model", "--request", "1", "--raw", a.ID)
+	if !strings.Contains(out, `\u001b[2J`) && !strings.Contains(out, "\x1b[2J") {
+		t.Errorf("benchctl model --request 1 --raw: got %q, want the stored request", out)
+	}
+}
