@@ -247,6 +247,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("unable to create the state directory: %w", err)
 	}
+	// The state directory has one owner: the lock comes before anything
+	// in it is cleaned, migrated or made.
+	lock, err := lockState(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	// On a cgroup v2 host benchd's own group cannot hold both benchd and
 	// the groups of its attempts: move into a leaf (limits.Delegate).
 	deleg, err := limits.Delegate(ctx, limits.DelegateConfig{Parent: cfg.CgroupParent, Logger: cfg.Logger})
@@ -275,6 +282,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("unable to open the store: %w", err)
 	}
 	defer st.Close()
+	// On a fleet the host name has one live owner: a second benchd under
+	// it would take this one's running attempts for a crashed host's.
+	claim, err := st.ClaimHost(ctx, cfg.Host)
+	if err != nil {
+		return err
+	}
+	defer claim.Close()
 	lost, resign, err := recoverStart(ctx, st, cfg, log)
 	if err != nil {
 		return err

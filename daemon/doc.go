@@ -152,7 +152,14 @@
 //
 // # Recovery and shutdown
 //
-// At start-up, before anything runs, leftovers of a crash are removed
+// At start-up benchd first takes the state directory: an exclusive flock
+// on STATE/benchd.lock, which holds the owner's pid. A second benchd on
+// the same directory refuses to start, naming that pid, before it has
+// cleaned, migrated or made anything there; the kernel drops the lock
+// when its owner ends, however it ends. On a fleet it then claims its
+// host name in the database (store.ClaimHost): a benchd under the name
+// of a live host refuses to start, naming it. Then, before anything runs,
+// leftovers of a crash are removed
 // (runs.Cleanup: FUSE views, cgroups, network namespaces), every attempt
 // that was running is marked infra_error (never an agent failure), the
 // journal of every ended attempt that the store does not hold (found in

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestVerdictJSON: a verdict left to review says "pass": null; a decided
@@ -99,5 +100,38 @@ func TestStatementOfReview(t *testing.T) {
 	st = StatementOf(a)
 	if st.Type != StatementTypeReviewed || st.Review == nil || st.Review.UID != 7 {
 		t.Errorf("reviewed: got type %s, review %+v; want %s with the review", st.Type, st.Review, StatementTypeReviewed)
+	}
+}
+
+// A change's paths that are not UTF-8 go through JSON as their bytes
+// (path_b64, from_b64); UTF-8 ones as they always did.
+func TestChangeNames(t *testing.T) {
+	for _, c := range []Change{
+		{Kind: "renamed", Path: "new\xff\n", From: "old\xfe", Type: "file", SHA256: "ab"},
+		{Kind: "added", Path: "src/a.py", Type: "file"},
+		{Kind: "added", Path: "\x1b[2K\r", Type: "dir"},
+	} {
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !utf8.Valid(b) {
+			t.Errorf("%q: JSON %q is not UTF-8", c.Path, b)
+		}
+		var got Change
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		if got != c {
+			t.Errorf("through JSON: got %+v, want %+v", got, c)
+		}
+	}
+	b, _ := json.Marshal(Change{Kind: "added", Path: "src/a.py", Type: "file"})
+	if want := `{"kind":"added","path":"src/a.py","type":"file"}`; string(b) != want {
+		t.Errorf("UTF-8 change: got %s, want %s", b, want)
+	}
+	var c Change
+	if err := json.Unmarshal([]byte(`{"kind":"added","path_b64":"YQ==","type":"file"}`), &c); err == nil {
+		t.Errorf("path_b64 of UTF-8: got %+v, want an error", c)
 	}
 }

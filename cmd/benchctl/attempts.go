@@ -95,7 +95,14 @@ func (c *CLI) cmdShow(ctx context.Context, args []string) int {
 // showAttempt prints everything known about an attempt.
 func showAttempt(w io.Writer, a apitype.Attempt) {
 	tw := newTable(w)
-	p := func(k, format string, v ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, v...)...) }
+	p := func(k, format string, v ...any) {
+		for i := range v {
+			if s, ok := v[i].(string); ok {
+				v[i] = visible(s, false)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, v...)...)
+	}
 	p("attempt", "%s (run %s)", a.ID, a.Run)
 	p("task", "%s (bundle %s)", a.Task, shortSHA(a.TaskSHA256))
 	state := a.State
@@ -297,8 +304,9 @@ func (c *CLI) cmdCancel(ctx context.Context, args []string) int {
 
 func (c *CLI) cmdTranscript(ctx context.Context, args []string) int {
 	f := c.newFlags("transcript")
-	onlyOut := f.Bool("stdout", false, "print only the agent's stdout, as it was")
-	onlyErr := f.Bool("stderr", false, "print only the agent's stderr, as it was")
+	onlyOut := f.Bool("stdout", false, "print only the agent's stdout")
+	onlyErr := f.Bool("stderr", false, "print only the agent's stderr")
+	raw := f.Bool("raw", false, "print the output's bytes, control characters and all (else they are made visible)")
 	id, code, ok := c.attemptArg(f, args)
 	if !ok {
 		return code
@@ -313,6 +321,11 @@ func (c *CLI) cmdTranscript(ctx context.Context, args []string) int {
 	switch {
 	case f.json:
 		c.printJSON(tr)
+	case !*raw:
+		tr.Stdout, tr.Stderr = visible(tr.Stdout, true), visible(tr.Stderr, true)
+	}
+	switch {
+	case f.json:
 	case *onlyOut:
 		io.WriteString(c.Stdout, tr.Stdout)
 	case *onlyErr:

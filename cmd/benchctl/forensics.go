@@ -95,8 +95,8 @@ func (c *CLI) cmdLog(ctx context.Context, args []string) int {
 		if r.PID != 0 {
 			pid = strconv.FormatUint(uint64(r.PID), 10)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, formatSince(r.Mono), pid, orDash(r.Comm),
-			r.Op, recordPaths(r), orDash(string(r.Decision)), r.Result, recordDetail(r))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, formatSince(r.Mono), pid, visible(orDash(r.Comm), false),
+			r.Op, visible(recordPaths(r), false), orDash(string(r.Decision)), r.Result, visible(recordDetail(r), false))
 	}
 	tw.Flush()
 	kind := "record"
@@ -301,14 +301,12 @@ func (c *CLI) cmdDiff(ctx context.Context, args []string) int {
 	if res.Record != nil {
 		r := res.Record
 		fmt.Fprintf(c.Stdout, "# %s after record %d (%s, %s %s): %s since the start\n",
-			id, r.Seq, formatSince(r.Mono), r.Op, recordPaths(*r), plural(len(cs), "change"))
+			id, r.Seq, formatSince(r.Mono), r.Op, visible(recordPaths(*r), false), plural(len(cs), "change"))
 	} else {
 		fmt.Fprintf(c.Stdout, "# %s: %s\n", id, plural(len(cs), "change"))
 	}
-	for _, line := range strings.Split(strings.TrimSuffix(cs.String(), "\n"), "\n") {
-		if line != "" {
-			fmt.Fprintf(c.Stdout, "#   %s\n", line)
-		}
+	for _, ch := range cs {
+		fmt.Fprintf(c.Stdout, "#   %s\n", visible(strings.TrimSuffix(journal.Changeset{ch}.String(), "\n"), false))
 	}
 	if *tree {
 		tw := newTable(c.Stdout)
@@ -321,7 +319,7 @@ func (c *CLI) cmdDiff(ctx context.Context, args []string) int {
 			if e.Type == "symlink" {
 				name += " -> " + e.Target
 			}
-			fmt.Fprintf(tw, "%#o\t%s\t%s\t%s\t%s\n", uint32(e.Mode), e.Type, size, shortSHA(e.SHA256), name)
+			fmt.Fprintf(tw, "%#o\t%s\t%s\t%s\t%s\n", uint32(e.Mode), e.Type, size, shortSHA(e.SHA256), visible(name, false))
 		}
 		tw.Flush()
 		return exitOK
@@ -329,9 +327,9 @@ func (c *CLI) cmdDiff(ctx context.Context, args []string) int {
 	for _, d := range res.Diffs {
 		fmt.Fprintln(c.Stdout)
 		if d.Note != "" {
-			fmt.Fprintf(c.Stdout, "# %s: %s\n", d.Path, d.Note)
+			fmt.Fprintf(c.Stdout, "# %s: %s\n", visible(d.Path, false), visible(d.Note, false))
 		}
-		io.WriteString(c.Stdout, d.Diff)
+		io.WriteString(c.Stdout, visible(d.Diff, true))
 	}
 	return exitOK
 }

@@ -147,7 +147,7 @@ func wallTime(a apitype.Attempt) string {
 
 // oneLine collapses s to one line of at most n runes.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = visible(strings.Join(strings.Fields(s), " "), false)
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-3]) + "..."
 	}

@@ -116,6 +116,7 @@ func (c *CLI) cmdModel(ctx context.Context, args []string) int {
 	f := c.newFlags("model")
 	req := f.Int("request", 0, "print call SEQ's stored request (an HTTP/1.1 message, credentials redacted)")
 	resp := f.Int("response", 0, "print call SEQ's stored response")
+	raw := f.Bool("raw", false, "with --request or --response, print the message's bytes, control characters and all")
 	id, code, ok := c.attemptArg(f, args)
 	if !ok {
 		return code
@@ -133,6 +134,9 @@ func (c *CLI) cmdModel(ctx context.Context, args []string) int {
 		b, err := c.api().ModelMessage(ctx, id, seq, *resp > 0)
 		if err != nil {
 			return c.fail("model", exitError, err)
+		}
+		if !*raw {
+			b = []byte(visible(string(b), true))
 		}
 		c.Stdout.Write(b)
 		return exitOK
@@ -182,7 +186,7 @@ func modelTable(w io.Writer, l apitype.ModelLog) {
 			text = "error: " + oneLine(c.Error, 60)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Seq, c.Time.Local().Format("15:04:05.000"), api, orDash(oneLine(c.Model, 30)),
-			status, formatMS(c.DurationMS), tokens, orDash(strings.Join(tools, ",")), text)
+			status, formatMS(c.DurationMS), tokens, orDash(visible(strings.Join(tools, ","), false)), text)
 	}
 	tw.Flush()
 	u := l.Usage

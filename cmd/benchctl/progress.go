@@ -284,7 +284,7 @@ func (p *progressWriter) start() {
 		p.event(progressEvent{Type: "start", Tasks: p.run.Tasks, Agent: p.run.Agent})
 	default:
 		fmt.Fprintf(p.w, "run %s: %s of %s by %s\n", p.run.ID, plural(len(p.run.Attempts), "attempt"),
-			plural(len(p.run.Tasks), "task"), p.run.Agent)
+			plural(len(p.run.Tasks), "task"), visible(p.run.Agent, false))
 	}
 	p.last = p.now()
 }

@@ -83,7 +83,7 @@ func (c *CLI) cmdRun(ctx context.Context, args []string) int {
 		return c.followRun(ctx, "run", f.json, *every, run, true)
 	}
 	if !f.json {
-		fmt.Fprintf(c.Stdout, "run %s: %d attempt(s) of %s by %s\n", run.ID, len(run.Attempts), run.Task, run.Agent)
+		fmt.Fprintf(c.Stdout, "run %s: %d attempt(s) of %s by %s\n", run.ID, len(run.Attempts), run.Task, visible(run.Agent, false))
 	}
 	attempts, err := c.watch(ctx, run, c.Terminal && !f.json)
 	if err != nil {

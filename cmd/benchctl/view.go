@@ -318,8 +318,8 @@ func (v *views) log(ctx context.Context, q url.Values) (any, error) {
 	}
 	out := viewLog{Attempt: res.Attempt, Head: res.Head, Verified: res.Verified, Problem: res.Problem, Records: []viewEntry{}}
 	for _, r := range res.Records {
-		out.Records = append(out.Records, viewEntry{Seq: r.Seq, Mono: r.Mono, Since: formatSince(r.Mono), Wall: r.Wall, PID: r.PID, Comm: r.Comm,
-			Op: string(r.Op), Paths: recordPaths(r), Decision: string(r.Decision), Result: r.Result, Detail: recordDetail(r)})
+		out.Records = append(out.Records, viewEntry{Seq: r.Seq, Mono: r.Mono, Since: formatSince(r.Mono), Wall: r.Wall, PID: r.PID, Comm: visible(r.Comm, false),
+			Op: string(r.Op), Paths: visible(recordPaths(r), false), Decision: string(r.Decision), Result: r.Result, Detail: visible(recordDetail(r), false)})
 	}
 	return out, nil
 }

@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -346,5 +350,37 @@ func TestFleetEnvStaysHome(t *testing.T) {
 		if x.Host != "host-b" || x.State != apitype.StateDone || x.ExitCode != 0 {
 			t.Errorf("attempt %s: host %q, state %s, exit %d; want done on host-b with exit 0", x.ID, x.Host, x.State, x.ExitCode)
 		}
+	}
+}
+
+// A benchd started under the name of a live host of its fleet refuses to
+// start and says so; the live host's running attempt keeps running.
+func TestFleetHostNameTaken(t *testing.T) {
+	require(t)
+	url := pgtest.Database(t)
+	live := startHost(t, url, "twin")
+	id := startEditing(t, live)
+	dir := newDaemonDir(t)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cmd := exec.Command(benchdBin, "--socket", filepath.Join(dir, "benchd.sock"), "--state", filepath.Join(dir, "state"),
+		"--tasks", tasksDir, "--database", url, "--host", "twin")
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 {
+		t.Fatalf("second benchd named twin: got %v, want exit status 1\n%s", err, out)
+	}
+	want := fmt.Sprintf("host name twin is live: benchd host twin (pid %d on ", live.cmd.Process.Pid)
+	if !strings.Contains(string(out), want) {
+		t.Errorf("second benchd's error: got %q, want it to contain %q", out, want)
+	}
+	a, err := live.client.Attempt(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.State != apitype.StateRunning {
+		t.Errorf("live host's attempt after the second start: got %s (%s), want running", a.State, a.InfraError)
+	}
+	if _, err := live.client.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -55,16 +55,37 @@
 //     written;
 //   - strings as encoding/json writes them: '"' and '\' escaped, control
 //     characters as \n, \r, \t, \b, \f or \u00XX, '<', '>' and '&' as
-//     \u003c, \u003e and \u0026, U+2028 and U+2029 as \u2028 and \u2029,
-//     and each byte of invalid UTF-8 replaced by U+FFFD (so a file name
-//     that is not UTF-8 is recorded lossily, and the same holds for
-//     manifests);
+//     \u003c, \u003e and \u0026, U+2028 and U+2029 as \u2028 and \u2029;
+//     a name (path, path2, target, comm, name) that is not UTF-8 is
+//     written under its key with "_b64" appended (see "Names that are
+//     not UTF-8"), in the place of its key;
 //   - then a newline.
 //
 // Reading is strict: a line that decodes but is not byte for byte the
 // canonical encoding of what it decodes to (keys reordered, repeated or
 // unknown, spacing, other escapes, a non-UTC time) is an error naming
 // the line, as is a line that does not decode at all.
+//
+// # Names that are not UTF-8
+//
+// A file name on Linux is any byte string without NUL or '/', a link
+// target any without NUL, and a command name (comm) what the process
+// set: an agent chooses them, and they need not be UTF-8, which is all a
+// JSON string holds (encoding/json turns each invalid byte into U+FFFD).
+// A name that is UTF-8, whatever it holds (newlines, tabs, escape
+// sequences, U+FFFD itself), is written as a JSON string under its key,
+// as it always was. A name that is not is written under KEY_b64 instead
+// ("path_b64", "path2_b64", "target_b64", "comm_b64", "name_b64"), as
+// the standard base64 (with padding) of its bytes. Each name has one
+// form: KEY_b64 holding UTF-8, or both keys, is not canonical. The same
+// holds for a manifest's entries (path_b64, target_b64) and a
+// changeset's changes (path_b64, from_b64), so that every line, manifest
+// and changeset is UTF-8 JSON that any store takes (PostgreSQL's text
+// refuses invalid UTF-8), and each name replays to its bytes. Journals
+// written before this form read as they did: their names are UTF-8 (a
+// name that was not made its journal unreadable). Record, Entry and
+// Change encode and decode the form in their MarshalJSON and
+// UnmarshalJSON, so the API's and benchctl's JSON carry it too.
 //
 // # Hash chain
 //
@@ -109,7 +130,7 @@
 // from memory.
 //
 // A manifest (Tree.Manifest) is the encoding/json encoding of a tree's
-// entries as an array sorted by path: path, type ("file", "dir",
+// entries as an array sorted by path: path (or path_b64), type ("file", "dir",
 // "symlink" or "other"), permission bits, and for files size and sha256,
 // for symlinks target. ParseManifest only accepts a manifest that
 // describes a possible tree (sorted unique clean relative paths, every

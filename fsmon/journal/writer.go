@@ -33,7 +33,8 @@ func (r Record) ComputeHash() string {
 // appendCanonical appends the canonical encoding of r with Hash "" to b.
 // It produces byte for byte what encoding/json produces for the Record
 // (keys in struct order, omitempty as tagged, Go's string escaping) with
-// Wall in UTC, without reflection: the writer encodes every record once,
+// Wall in UTC and each name that is not UTF-8 in its KEY_b64 form (see
+// names.go), without reflection: the writer encodes every record once,
 // so this is on the hot path.
 func (r Record) appendCanonical(b []byte) []byte {
 	b = append(b, `{"seq":`...)
@@ -44,17 +45,17 @@ func (r Record) appendCanonical(b []byte) []byte {
 	b = r.Wall.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","op":`...)
 	b = appendJSONString(b, string(r.Op))
-	b = appendStringField(b, `,"path":`, r.Path)
-	b = appendStringField(b, `,"path2":`, r.Path2)
-	b = appendStringField(b, `,"target":`, r.Target)
+	b = appendNameField(b, "path", r.Path)
+	b = appendNameField(b, "path2", r.Path2)
+	b = appendNameField(b, "target", r.Target)
 	b = appendUintField(b, `,"pid":`, uint64(r.PID))
 	b = appendUintField(b, `,"uid":`, uint64(r.UID))
-	b = appendStringField(b, `,"comm":`, r.Comm)
+	b = appendNameField(b, "comm", r.Comm)
 	b = appendIntField(b, `,"off":`, r.Offset)
 	b = appendIntField(b, `,"size":`, r.Size)
 	b = appendUintField(b, `,"mode":`, uint64(r.Mode))
 	b = appendUintField(b, `,"flags":`, uint64(r.Flags))
-	b = appendStringField(b, `,"name":`, r.Name)
+	b = appendNameField(b, "name", r.Name)
 	b = append(b, `,"result":`...)
 	b = appendJSONString(b, r.Result)
 	b = appendStringField(b, `,"decision":`, string(r.Decision))

@@ -548,6 +548,18 @@ function prettyArgs(s) {
     : x.includes('\n') ? k + ':\n' + x : k + ': ' + x).join('\n');
 }
 
+// name returns o's name under key: as it is, or, for a name that is not
+// UTF-8 (sent as KEY_b64, the base64 of its bytes), its bytes with each
+// one outside ASCII as \xNN.
+function name(o, key) {
+  if (o[key] !== undefined) return o[key];
+  const raw = o[key + '_b64'];
+  if (raw === undefined) return '';
+  let bin;
+  try { bin = atob(raw); } catch (e) { return '(bad name)'; }
+  return Array.from(bin, (c) => c.charCodeAt(0) < 0x80 ? c : '\\x' + c.charCodeAt(0).toString(16).padStart(2, '0')).join('');
+}
+
 function changesCard(diff, title, inner) {
   const card = el('div', { class: inner ? 'inner' : 'card', 'data-region': 'changes' }, el(inner ? 'h3' : 'h2', null, title || 'Changes'));
   if (diff instanceof Error) return add(card, [fail('diff', diff)]);
@@ -555,7 +567,7 @@ function changesCard(diff, title, inner) {
   if (!diff.changeset.length) return add(card, [el('p', { class: 'empty' }, 'No changes.')]);
   card.append(el('ul', { class: 'changeset' }, diff.changeset.map((ch) =>
     el('li', { class: 'ch-' + (['added', 'deleted', 'modified', 'renamed'].includes(ch.kind) ? ch.kind : 'modified') },
-      ch.kind + ' ', ch.kind === 'renamed' ? ch.from + ' → ' + ch.path : ch.path))));
+      ch.kind + ' ', ch.kind === 'renamed' ? name(ch, 'from') + ' → ' + name(ch, 'path') : name(ch, 'path')))));
   for (const d of diff.diffs) {
     card.append(el('div', { class: 'file' },
       el('div', { class: 'fhead' }, d.kind + ' ' + d.path, d.note ? el('span', { class: 'note' }, ' — ' + d.note) : null),
