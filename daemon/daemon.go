@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -244,35 +245,11 @@ func Run(ctx context.Context, cfg Config) error {
 		metricsLn = ln
 		defer metricsLn.Close()
 	}
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		return fmt.Errorf("unable to create the state directory: %w", err)
-	}
-	// The state directory has one owner: the lock comes before anything
-	// in it is cleaned, migrated or made.
-	lock, err := lockState(cfg.StateDir)
+	lock, err := prepareState(ctx, &cfg, log)
 	if err != nil {
 		return err
 	}
 	defer lock.Close()
-	// On a cgroup v2 host benchd's own group cannot hold both benchd and
-	// the groups of its attempts: move into a leaf (limits.Delegate).
-	deleg, err := limits.Delegate(ctx, limits.DelegateConfig{Parent: cfg.CgroupParent, Logger: cfg.Logger})
-	if err != nil {
-		return fmt.Errorf("unable to prepare cgroups for attempts: %w", err)
-	}
-	if deleg.Parent != "" {
-		cfg.CgroupParent = deleg.Parent
-		log.Info("attempt cgroups go below the delegated group", "parent", deleg.Parent, "self", deleg.Self, "scope", deleg.Scope)
-	}
-	// Leftovers of a crash go before anything new is made.
-	if err := runs.Cleanup(ctx, cfg.StateDir, cfg.CgroupParent); err != nil {
-		log.Warn("cleanup of a previous run was incomplete", "err", err)
-	}
-	// Trees rebuilt for regrades in progress at a crash are of no use.
-	os.RemoveAll(filepath.Join(cfg.StateDir, regradeDir))
-	if err := os.MkdirAll(filepath.Join(cfg.StateDir, regradeDir), 0o700); err != nil {
-		return fmt.Errorf("unable to create the state directory: %w", err)
-	}
 	key, err := HostKey(cfg.StateDir)
 	if err != nil {
 		return fmt.Errorf("unable to load the host key: %w", err)
@@ -404,6 +381,49 @@ func newServer(ctx context.Context, cfg Config, log *slog.Logger, st *store.Stor
 	s.workCtx, s.stopWork = context.WithCancelCause(context.WithoutCancel(ctx))
 	s.mux = s.routes()
 	return s, nil
+}
+
+// prepareState makes the state directory and takes its lock (returned:
+// held until benchd stops), moves benchd into its delegated cgroup leaf
+// (cfg.CgroupParent follows) and clears what a crash left behind, in that
+// order: nothing in the directory is touched before the lock is held.
+func prepareState(ctx context.Context, cfg *Config, log *slog.Logger) (io.Closer, error) {
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("unable to create the state directory: %w", err)
+	}
+	// The state directory has one owner: the lock comes before anything
+	// in it is cleaned, migrated or made.
+	lock, err := lockState(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			lock.Close()
+		}
+	}()
+	// On a cgroup v2 host benchd's own group cannot hold both benchd and
+	// the groups of its attempts: move into a leaf (limits.Delegate).
+	deleg, err := limits.Delegate(ctx, limits.DelegateConfig{Parent: cfg.CgroupParent, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("unable to prepare cgroups for attempts: %w", err)
+	}
+	if deleg.Parent != "" {
+		cfg.CgroupParent = deleg.Parent
+		log.Info("attempt cgroups go below the delegated group", "parent", deleg.Parent, "self", deleg.Self, "scope", deleg.Scope)
+	}
+	// Leftovers of a crash go before anything new is made.
+	if err := runs.Cleanup(ctx, cfg.StateDir, cfg.CgroupParent); err != nil {
+		log.Warn("cleanup of a previous run was incomplete", "err", err)
+	}
+	// Trees rebuilt for regrades in progress at a crash are of no use.
+	os.RemoveAll(filepath.Join(cfg.StateDir, regradeDir))
+	if err := os.MkdirAll(filepath.Join(cfg.StateDir, regradeDir), 0o700); err != nil {
+		return nil, fmt.Errorf("unable to create the state directory: %w", err)
+	}
+	ok = true
+	return lock, nil
 }
 
 // recoverStart is start-up recovery: the attempts in flight when the

@@ -133,40 +133,20 @@ func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.R
 	}
 	var stdin *os.File
 	if spec.Stdin != nil {
-		r, w, err := os.Pipe()
+		r, done, err := feedStdin(spec.Stdin)
 		if err != nil {
-			return graders.RunResult{}, fmt.Errorf("unable to make the command's stdin: %w", err)
+			return graders.RunResult{}, err
 		}
+		defer done()
 		stdin = r
-		fed := make(chan struct{})
-		go func() {
-			defer close(fed)
-			io.Copy(w, spec.Stdin) // ends with EPIPE when the command stops reading and exits
-			w.Close()
-		}()
-		defer func() {
-			r.Close() // the writer gets EPIPE if the command left input unread
-			<-fed
-		}()
 	}
 	keep := int64(storeCap)
 	if spec.OutputCap > keep {
 		keep = spec.OutputCap
 	}
-	// A command in the agent's world sees its workspace copy at
-	// /workspace as the agent saw the view, and of the scratch only the
-	// directories it names; any other command, the whole scratch at its
-	// host path.
-	dir, workspace := spec.Dir, ""
-	binds := []sandbox.Bind{{Source: top, Target: top, Writable: true}}
-	if spec.Workspace != "" {
-		dir, workspace, binds = "", spec.Workspace, nil
-		for _, b := range spec.Binds {
-			if _, err := g.scratchTop(b); err != nil {
-				return graders.RunResult{}, err
-			}
-			binds = append(binds, sandbox.Bind{Source: b, Target: b, Writable: true})
-		}
+	dir, workspace, binds, err := g.commandView(spec, top)
+	if err != nil {
+		return graders.RunResult{}, err
 	}
 	res, err := confine.Run(ctx, confine.Spec{
 		Args:         spec.Args,
@@ -216,6 +196,44 @@ func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.R
 		return graders.RunResult{}, err
 	}
 	return out, nil
+}
+
+// feedStdin makes the read end of a pipe that src is copied into; done
+// closes it and waits for the copy (which ends with EPIPE when the
+// command exits without reading all of it).
+func feedStdin(src io.Reader) (r *os.File, done func(), err error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("unable to make the command's stdin: %w", err)
+	}
+	fed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		io.Copy(w, src)
+		w.Close()
+	}()
+	return r, func() {
+		r.Close()
+		<-fed
+	}, nil
+}
+
+// commandView is what of the scratch a command sees. A command in the
+// agent's world sees its workspace copy at /workspace as the agent saw
+// the view, and of the scratch only the directories it names (each
+// checked to be below it); any other command, the whole scratch top at
+// its host path, with spec.Dir as its working directory.
+func (g *graderRunner) commandView(spec graders.RunSpec, top string) (dir, workspace string, binds []sandbox.Bind, err error) {
+	if spec.Workspace == "" {
+		return spec.Dir, "", []sandbox.Bind{{Source: top, Target: top, Writable: true}}, nil
+	}
+	for _, b := range spec.Binds {
+		if _, err := g.scratchTop(b); err != nil {
+			return "", "", nil, err
+		}
+		binds = append(binds, sandbox.Bind{Source: b, Target: b, Writable: true})
+	}
+	return "", spec.Workspace, binds, nil
 }
 
 // memoryMax is the lower of the task's limit and the command's own, 0
