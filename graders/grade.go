@@ -152,7 +152,7 @@ func grade(ctx context.Context, in Input, fn kindFunc, r Runner) (Verdict, error
 	}
 
 	reasons := agentReasons(in)
-	if bad := deniedChanges(in.Task.Policy, in.Changeset); len(bad) > 0 {
+	if bad := in.Task.Policy.Violations(in.Changeset); len(bad) > 0 {
 		reasons = append(reasons, Reason{CodeWrongFiles, fmt.Sprintf("changed files the task does not allow (allowed: %s): %s",
 			strings.Join(in.Task.Policy.Allow, ", "), shortList(bad, 8))})
 	}
@@ -369,41 +369,6 @@ func withCaps(in Input, reasons []Reason) []Reason {
 	}
 	return append(reasons, Reason{CodeCap, fmt.Sprintf(
 		"the agent hit the workspace's cap on %s; operations past it were refused (see the journal's cap records)", strings.Join(names, ", "))})
-}
-
-// deniedChanges lists the changes the policy denies, as "path (kind)".
-// A directory added or removed only to hold or drop allowed files is not
-// a change of its own.
-func deniedChanges(p journal.Policy, cs journal.Changeset) []string {
-	var bad []string
-	for _, ch := range cs {
-		paths := []string{ch.Path}
-		if ch.From != "" {
-			paths = append(paths, ch.From)
-		}
-		for _, pth := range paths {
-			if p.IsIgnored(pth) {
-				continue
-			}
-			if p.Decide(pth) == journal.Allowed {
-				continue
-			}
-			if ch.Type == "dir" && holdsAllowed(p, cs, pth) {
-				continue
-			}
-			bad = append(bad, fmt.Sprintf("%s (%s)", pth, ch.Kind))
-		}
-	}
-	return bad
-}
-
-func holdsAllowed(p journal.Policy, cs journal.Changeset, dir string) bool {
-	for _, ch := range cs {
-		if ch.Type != "dir" && strings.HasPrefix(ch.Path, dir+"/") && p.Decide(ch.Path) == journal.Allowed {
-			return true
-		}
-	}
-	return false
 }
 
 // importCheckScript reads a JSON config (files, local names, test-only

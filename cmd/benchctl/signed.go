@@ -266,12 +266,7 @@ func more(fields []string) string {
 // operation). The changeset is the changeset check's. Without a verdict
 // there is nothing to compare wrong_files with.
 func rederive(recs []journal.Record, ends treeEnds, a apitype.Attempt, t apitype.TaskInfo) (string, error) {
-	var denied int64
-	for _, r := range recs {
-		if r.Decision == journal.Denied {
-			denied++
-		}
-	}
+	denied := journal.CountsOf(recs).Denied
 	if denied != a.Denied {
 		return "", fmt.Errorf("the journal has %d denied operation(s), attempt.json claims %d", denied, a.Denied)
 	}
@@ -285,14 +280,8 @@ func rederive(recs []journal.Record, ends treeEnds, a apitype.Attempt, t apitype
 	if err := pol.Validate(); err != nil {
 		return "", fmt.Errorf("task.json's edit policy: %w", err)
 	}
-	var bad []string
-	for _, ch := range journal.DiffTrees(ends.initial, ends.final, pol.IsIgnored) {
-		for _, p := range []string{ch.Path, ch.From} {
-			if p != "" && !pol.IsIgnored(p) && pol.Decide(p) != journal.Allowed {
-				bad = append(bad, p)
-			}
-		}
-	}
+	// The grader's rule (graders.Grade) on the same changeset.
+	bad := pol.Violations(journal.DiffTrees(ends.initial, ends.final, pol.IsIgnored))
 	// What the grader claimed: a review replaces the verdict, not the
 	// grader's reasons.
 	reasons := a.Reasons

@@ -585,13 +585,8 @@ func (at *attempt) collect(ctx context.Context) error {
 	a.TimedOut, a.OOM = res.TimedOut, res.OOM
 	a.WallMS = res.Wall.Milliseconds()
 	a.PeakMemoryBytes, a.MaxRSSBytes = res.PeakMemory, res.MaxRSS
-	a.Denied = st.Denied
-	// Less the mount and unmount records and the cap records.
-	a.Edits = max(st.Records-2-st.Denied-int64(len(st.Caps)), 0)
+	a.Edits, a.Denied = st.Edits, st.Denied
 	at.out.Caps = st.Caps
-	if res.TimedOut {
-		a.Edits = max(a.Edits-1, 0) // and the interrupted record
-	}
 	a.Changeset = wireChangeset(cs)
 	a.Network = wireNetwork(res.Network)
 	// The namespace is closed: no call starts any more. The log is
@@ -685,7 +680,7 @@ func (at *attempt) watch(job *confine.Job, view *fsmon.View) (stop func()) {
 					ev.MemoryBytes = u.CurrentBytes
 				}
 				st := view.Stats()
-				ev.Edits, ev.Denied = max(st.Records-1-st.Denied-int64(len(st.Caps)), 0), st.Denied
+				ev.Edits, ev.Denied = st.Edits, st.Denied
 				at.progress(ev)
 			}
 		}
