@@ -138,10 +138,7 @@ func attachJournalFacts(a *apitype.Attempt, jpath string, pol journal.Policy) er
 		return fmt.Errorf("changeset: %w", err)
 	}
 	if len(a.Changeset) == 0 {
-		a.Changeset = make([]apitype.Change, 0, len(cs))
-		for _, c := range cs {
-			a.Changeset = append(a.Changeset, apitype.Change{Kind: c.Kind, Path: c.Path, From: c.From, Type: c.Type, SHA256: c.SHA256})
-		}
+		a.Changeset = append([]apitype.Change{}, cs...)
 	}
 	c := journal.CountsOf(recs)
 	a.Edits, a.Denied = c.Edits, c.Denied

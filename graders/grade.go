@@ -13,19 +13,20 @@ import (
 	"sync"
 
 	"benchd.dev/fsmon/journal"
+	"benchd.dev/reason"
 	"benchd.dev/tasks"
 )
 
 // Reason codes of the shared rules, which hold for every task.
 const (
-	CodeAgentExit  = "agent_exit_nonzero" // the agent exited with a non-zero status
-	CodeTimeout    = "timeout"            // the agent hit its wall-clock limit: no partial credit
-	CodeWrongFiles = "wrong_files"        // a path the edit policy denies changed
-	CodeNetwork    = "network_used"       // the agent used the network on a closed task
-	CodeNonStdlib  = "non_stdlib_import"  // changed Python imports a module outside the standard library
-	CodeNoReward   = "no_reward"          // the kind gave reward 0 without a reason of its own
-	CodeGraderOOM  = "grader_oom"         // a grader command (the agent's code ran there) hit the task's memory limit
-	CodeCap        = "workspace_cap"      // the agent hit a cap of the workspace view (files, journal records, blob bytes) or filled its disk (storage_mb)
+	CodeAgentExit  = reason.AgentExit    // the agent exited with a non-zero status
+	CodeTimeout    = reason.Timeout      // the agent hit its wall-clock limit: no partial credit
+	CodeWrongFiles = reason.WrongFiles   // a path the edit policy denies changed
+	CodeNetwork    = reason.Network      // the agent used the network on a closed task
+	CodeNonStdlib  = reason.NonStdlib    // changed Python imports a module outside the standard library
+	CodeNoReward   = reason.NoReward     // the kind gave reward 0 without a reason of its own
+	CodeGraderOOM  = reason.GraderOOM    // a grader command (the agent's code ran there) hit the task's memory limit
+	CodeCap        = reason.WorkspaceCap // the agent hit a cap of the workspace view (files, journal records, blob bytes) or filled its disk (storage_mb)
 )
 
 // ErrUnknownKind: the task names a grader kind no file registered.

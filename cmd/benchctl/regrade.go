@@ -14,6 +14,7 @@ import (
 
 	"benchd.dev/client/apitype"
 	"benchd.dev/fsmon/journal"
+	"benchd.dev/reason"
 	"benchd.dev/tasks"
 )
 
@@ -116,7 +117,7 @@ func verdictWords(pass bool, reward int, codes []string) string {
 	switch {
 	case pass:
 		outcome = "pass"
-	case slices.Contains(codes, "needs_review"):
+	case slices.Contains(codes, reason.NeedsReview):
 		outcome = "review"
 	}
 	s := fmt.Sprintf("%s (reward %d)", outcome, reward)

@@ -20,6 +20,7 @@ import (
 	"benchd.dev/client/apitype"
 	"benchd.dev/fsmon/journal"
 	"benchd.dev/internal/dsse"
+	"benchd.dev/reason"
 )
 
 // exitUnchecked is verify's status when every check passed but no key
@@ -288,12 +289,10 @@ func rederive(recs []journal.Record, ends treeEnds, a apitype.Attempt, t apitype
 	if a.Review != nil {
 		reasons = a.Review.Graded.Reasons
 	}
-	has := slices.ContainsFunc(reasons, func(r apitype.Reason) bool { return r.Code == "wrong_files" })
+	has := slices.ContainsFunc(reasons, func(r apitype.Reason) bool { return r.Code == reason.WrongFiles })
 	// A tree the graders may not copy is failed without the changed-files
 	// rule (graders.Grade), so only denied operations then demand it.
-	treeFailed := slices.ContainsFunc(reasons, func(r apitype.Reason) bool {
-		return r.Code == "unsafe_link" || r.Code == "special_file" || r.Code == "tree_limits"
-	})
+	treeFailed := slices.ContainsFunc(reasons, func(r apitype.Reason) bool { return reason.TreeRule(r.Code) })
 	want := denied > 0 || len(bad) > 0 && !treeFailed
 	switch {
 	case want && !has && denied > 0:

@@ -471,7 +471,7 @@ func checkChangeset(ends treeEnds, a apitype.Attempt, t apitype.TaskInfo) (strin
 		ignored = pol.IsIgnored
 	}
 	got := changeKeys(journal.DiffTrees(ends.initial, ends.final, ignored))
-	want := changeKeys(fromAPIChanges(a.Changeset))
+	want := changeKeys(a.Changeset)
 	gotSet := map[string]bool{}
 	for _, k := range got {
 		gotSet[k] = true

@@ -587,7 +587,7 @@ func (at *attempt) collect(ctx context.Context) error {
 	a.PeakMemoryBytes, a.MaxRSSBytes = res.PeakMemory, res.MaxRSS
 	a.Edits, a.Denied = st.Edits, st.Denied
 	at.out.Caps = st.Caps
-	a.Changeset = wireChangeset(cs)
+	a.Changeset = append([]apitype.Change{}, cs...)
 	a.Network = wireNetwork(res.Network)
 	// The namespace is closed: no call starts any more. The log is
 	// complete once the gateways are.
@@ -921,14 +921,6 @@ func presetEnv(env, preset []string) []string {
 		}
 	}
 	return env
-}
-
-func wireChangeset(cs journal.Changeset) []apitype.Change {
-	out := make([]apitype.Change, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, apitype.Change{Kind: c.Kind, Path: c.Path, From: c.From, Type: c.Type, SHA256: c.SHA256})
-	}
-	return out
 }
 
 // wireNetwork turns a namespace report into the wire form. DNS questions
