@@ -83,7 +83,7 @@ func TestEveryPackageHasDoc(t *testing.T) {
 var allowed = map[string][]string{
 	"client/apitype":     {"fsmon/journal"},
 	"client":             {"client/apitype"},
-	"cmd/benchctl":       {"client", "client/apitype", "fsmon/journal", "reason", "draw", "tasks", "internal/modelfake", "internal/dsse", "viewer"},
+	"cmd/benchctl":       {"client", "client/apitype", "fsmon/journal", "forensics", "reason", "draw", "tasks", "internal/modelfake", "internal/dsse", "viewer"},
 	"viewer":             {"client", "client/apitype"},
 	"fsmon/journal":      {},
 	"fsmon":              {"fsmon/journal"},
@@ -94,6 +94,7 @@ var allowed = map[string][]string{
 	"tasks":              {"fsmon/journal"},
 	"graders":            {"tasks", "fsmon/journal", "reason"},
 	"reason":             {},
+	"forensics":          {"client/apitype", "fsmon/journal", "internal/dsse", "reason"},
 	"draw":               {"tasks", "client/apitype", "fsmon/journal"},
 	"daemon/store":       {"client/apitype", "fsmon/journal"},
 	"daemon/runs":        {"*", "client/apitype", "-client"},
@@ -149,12 +150,12 @@ func mayImport(allow []string, dep string) bool {
 	return any
 }
 
-// TestClientLinksNoKernelCode checks that benchctl, the client and the
-// journal format never link cgo, go-fuse or SQLite, so that they build
+// TestClientLinksNoKernelCode checks that benchctl, the client, the
+// journal format and the export archive's checker never link cgo, go-fuse or SQLite, so that they build
 // with CGO_ENABLED=0 and run on any machine.
 func TestClientLinksNoKernelCode(t *testing.T) {
 	var patterns []string
-	for _, d := range []string{"cmd/benchctl", "client", "fsmon/journal"} {
+	for _, d := range []string{"cmd/benchctl", "client", "fsmon/journal", "forensics"} {
 		if _, err := os.Stat(d); err == nil {
 			patterns = append(patterns, "./"+d+"/...")
 		}

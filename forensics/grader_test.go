@@ -1,4 +1,4 @@
-package main
+package forensics
 
 import (
 	"context"
@@ -43,6 +43,20 @@ func (b *journalBuilder) add(r journal.Record) {
 		b.t.Fatal(err)
 	}
 	b.recs = append(b.recs, got)
+}
+
+// writeFile writes content at p, its directories made, with mode.
+func writeFile(t *testing.T, p, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (b *journalBuilder) abs(rel string) string { return filepath.Join(b.ws, filepath.FromSlash(rel)) }
@@ -95,7 +109,7 @@ func (b *journalBuilder) refused(op journal.Op, rel string) {
 // TestVerifyAgreesWithGrader grades one journal with the grader
 // (graders.Grade, given the journal's changeset and denied count as the
 // daemon gives them) and re-derives the verdict's wrong_files from it as
-// verify does, under three allow globs, for an honest attempt that adds
+// Verify does (its rederive check), under three allow globs, for an honest attempt that adds
 // a directory and hostile ones; the two must agree, and both must say
 // what the rule says.
 //
@@ -107,7 +121,7 @@ func TestVerifyAgreesWithGrader(t *testing.T) {
 	testenv.Require(t, testenv.Python, testenv.Pytest)
 	// RT-05's kind (exact) is the quickest to run; its verdict on the
 	// tree is beside the point, the shared rules are every task's.
-	task, err := tasks.Find("../../tasks", "rt-05")
+	task, err := tasks.Find("../tasks", "rt-05")
 	if err != nil {
 		t.Fatal(err)
 	}
