@@ -38,16 +38,57 @@ func (s *server) storedJournal(ctx context.Context, id string) ([]byte, []journa
 }
 
 // exportData is what an archive holds, read before its first byte is
-// sent; the model calls' messages and the blobs are streamed from the
-// store as they are written.
+// sent; the journal, the model calls' messages and the blobs are
+// streamed from the store as they are written, so that an export's
+// memory does not grow with the journal (only with the number of blobs
+// it names).
 type exportData struct {
-	a        apitype.Attempt
-	info     apitype.TaskInfo
-	lines    []byte   // the journal
-	shas     []string // the blobs it names
-	tr       apitype.Transcript
-	envelope []byte // nil for an attempt ended before benchd signed
-	calls    []apitype.ModelCall
+	a           apitype.Attempt
+	info        apitype.TaskInfo
+	journalSize int64    // bytes of the journal's lines
+	shas        []string // the blobs it names
+	tr          apitype.Transcript
+	envelope    []byte // nil for an attempt ended before benchd signed
+	calls       []apitype.ModelCall
+}
+
+// scanJournal reads the stored journal of attempt id as a stream: its
+// size in bytes and, sorted, the blobs it names (journal.BlobNames, with
+// manifest reading the manifests). Neither its lines nor its records
+// are held.
+func (s *server) scanJournal(ctx context.Context, id string, manifest func(string) ([]byte, error)) (int64, []string, error) {
+	pr, pw := io.Pipe()
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cw := &countingWriter{w: pw}
+		err := s.store.JournalLines(ctx, id, cw)
+		pw.CloseWithError(err)
+		done <- result{cw.n, err}
+	}()
+	rd := journal.NewReader(pr)
+	var names journal.BlobNames
+	var err error
+	for err == nil {
+		var rec journal.Record
+		if rec, err = rd.Next(); err == nil {
+			err = names.Add(rec, manifest)
+		}
+	}
+	pr.CloseWithError(err) // the writer stops, if it has not
+	res := <-done
+	switch {
+	case res.err != nil:
+		return 0, nil, fmt.Errorf("journal of attempt %s: %w", id, res.err)
+	case errors.As(err, new(*journal.ParseError)):
+		return 0, nil, fmt.Errorf("stored journal of attempt %s is corrupt: %w", id, err)
+	case err != io.EOF:
+		return 0, nil, fmt.Errorf("attempt %s: %w", id, err)
+	}
+	return res.n, names.Sorted(), nil
 }
 
 // handleExport writes the attempt's archive (forensics' layout).
@@ -76,17 +117,12 @@ func (s *server) handleExport(w http.ResponseWriter, r *http.Request) error {
 // blob its journal names is in the store.
 func (s *server) readExport(ctx context.Context, a apitype.Attempt) (*exportData, error) {
 	d := &exportData{a: a}
-	lines, recs, err := s.storedJournal(ctx, a.ID)
-	if err != nil {
-		return nil, err
-	}
-	d.lines = lines
 	blobs, err := s.store.BlobsFor(ctx, a.ID)
 	if err != nil {
 		return nil, err
 	}
-	if d.shas, err = journal.NamedBlobs(recs, blobs.ReadAll); err != nil {
-		return nil, fmt.Errorf("attempt %s: %w", a.ID, err)
+	if d.journalSize, d.shas, err = s.scanJournal(ctx, a.ID, blobs.ReadAll); err != nil {
+		return nil, err
 	}
 	for _, sha := range d.shas {
 		if !blobs.Has(sha) {
@@ -128,7 +164,9 @@ func (s *server) writeExport(ctx context.Context, w io.Writer, d *exportData) er
 	err := errors.Join(
 		fw.PutJSON(forensics.AttemptFile, d.a),
 		fw.PutJSON(forensics.TaskFile, d.info),
-		fw.Put(forensics.JournalFile, d.lines),
+		fw.PutStream(forensics.JournalFile, d.journalSize, func(w io.Writer) error {
+			return s.store.JournalLines(ctx, d.a.ID, w)
+		}),
 		fw.Put(forensics.StdoutFile, []byte(d.tr.Stdout)),
 		fw.Put(forensics.StderrFile, []byte(d.tr.Stderr)),
 	)

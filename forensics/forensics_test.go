@@ -2,6 +2,7 @@ package forensics
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -42,7 +43,8 @@ func TestWriterLayout(t *testing.T) {
 		w.PutJSON(AttemptFile, apitype.Attempt{ID: "a-1"}),
 		w.Put(JournalFile, []byte("{}\n")),
 		w.Put(StdoutFile, []byte("out")),
-		w.PutBlob(sha, fh),                             // streamed: an *os.File
+		w.PutStream(StderrFile, 3, func(w io.Writer) error { _, err := io.WriteString(w, "err"); return err }),
+		w.PutBlob(sha, fh), // streamed: an *os.File
 		w.PutBlob(sha[:63]+"c", bytes.NewReader(blob)), // read whole
 		w.Close(),
 	} {
@@ -56,13 +58,14 @@ func TestWriterLayout(t *testing.T) {
 	}
 	dir := t.TempDir()
 	root, n, err := unpack(archive, dir)
-	if err != nil || n != 5 {
-		t.Fatalf("unpack: got %d entries, %v; want 5", n, err)
+	if err != nil || n != 6 {
+		t.Fatalf("unpack: got %d entries, %v; want 6", n, err)
 	}
 	for name, want := range map[string]string{
 		AttemptFile:              "{\n  \"id\": \"a-1\",",
 		JournalFile:              "{}\n",
 		StdoutFile:               "out",
+		StderrFile:               "err",
 		BlobFile(sha):            string(blob),
 		BlobFile(sha[:63] + "c"): string(blob),
 	} {
@@ -74,5 +77,25 @@ func TestWriterLayout(t *testing.T) {
 		if !bytes.HasPrefix(got, []byte(want)) {
 			t.Errorf("%s: got %q, want it to start with %q", name, got, want)
 		}
+	}
+}
+
+// TestPutStreamSize refuses a stream that gives more or fewer bytes than
+// its entry's size: the archive is cut short, never wrong.
+func TestPutStreamSize(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		content string
+	}{{"more", "four"}, {"fewer", "tw"}} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := NewWriter(io.Discard, time.Time{})
+			err := w.PutStream(JournalFile, 3, func(w io.Writer) error { _, err := io.WriteString(w, tt.content); return err })
+			if err == nil {
+				err = w.Close()
+			}
+			if err == nil {
+				t.Errorf("a stream of %d bytes for an entry of 3: no error", len(tt.content))
+			}
+		})
 	}
 }

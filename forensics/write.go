@@ -29,6 +29,17 @@ func (w *Writer) Put(name string, b []byte) error {
 	return err
 }
 
+// PutStream writes the entry name of size bytes, which write gives to
+// the io.Writer it is passed (mode 0644): the content is never held. An
+// entry given more or fewer bytes than size is an error (the archive is
+// then cut short).
+func (w *Writer) PutStream(name string, size int64, write func(io.Writer) error) error {
+	if err := w.header(name, 0o644, size); err != nil {
+		return err
+	}
+	return write(w.tw)
+}
+
 // PutJSON writes the entry name as v in indented JSON and a newline.
 func (w *Writer) PutJSON(name string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
