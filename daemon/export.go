@@ -1,35 +1,19 @@
 package daemon
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"time"
 
 	"benchd.dev/client/apitype"
 	"benchd.dev/daemon/store"
+	"benchd.dev/forensics"
 	"benchd.dev/fsmon/journal"
-	"benchd.dev/modelgw"
 	"benchd.dev/tasks"
-)
-
-// Names inside an export archive (apitype.ExportLayout).
-const (
-	exportJournal = "journal.jsonl"
-	exportStdout  = "transcript/stdout"
-	exportStderr  = "transcript/stderr"
-	exportAttempt = "attempt.json"
-	exportTask    = "task.json"
-	exportSigned  = "attempt.dsse.json"
-	exportReview  = "review.json"
-	exportModel   = "model.jsonl"
-	exportModelIn = "model/"
 )
 
 // storedJournal returns the raw journal of attempt id and its records.
@@ -53,7 +37,61 @@ func (s *server) storedJournal(ctx context.Context, id string) ([]byte, []journa
 	return buf.Bytes(), recs, nil
 }
 
-// handleExport writes the attempt's archive (apitype.ExportLayout).
+// exportData is what an archive holds, read before its first byte is
+// sent; the journal, the model calls' messages and the blobs are
+// streamed from the store as they are written, so that an export's
+// memory does not grow with the journal (only with the number of blobs
+// it names).
+type exportData struct {
+	a           apitype.Attempt
+	info        apitype.TaskInfo
+	journalSize int64    // bytes of the journal's lines
+	shas        []string // the blobs it names
+	tr          apitype.Transcript
+	envelope    []byte // nil for an attempt ended before benchd signed
+	calls       []apitype.ModelCall
+}
+
+// scanJournal reads the stored journal of attempt id as a stream: its
+// size in bytes and, sorted, the blobs it names (journal.BlobNames, with
+// manifest reading the manifests). Neither its lines nor its records
+// are held.
+func (s *server) scanJournal(ctx context.Context, id string, manifest func(string) ([]byte, error)) (int64, []string, error) {
+	pr, pw := io.Pipe()
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cw := &countingWriter{w: pw}
+		err := s.store.JournalLines(ctx, id, cw)
+		pw.CloseWithError(err)
+		done <- result{cw.n, err}
+	}()
+	rd := journal.NewReader(pr)
+	var names journal.BlobNames
+	var err error
+	for err == nil {
+		var rec journal.Record
+		if rec, err = rd.Next(); err == nil {
+			err = names.Add(rec, manifest)
+		}
+	}
+	pr.CloseWithError(err) // the writer stops, if it has not
+	res := <-done
+	switch {
+	case res.err != nil:
+		return 0, nil, fmt.Errorf("journal of attempt %s: %w", id, res.err)
+	case errors.As(err, new(*journal.ParseError)):
+		return 0, nil, fmt.Errorf("stored journal of attempt %s is corrupt: %w", id, err)
+	case err != io.EOF:
+		return 0, nil, fmt.Errorf("attempt %s: %w", id, err)
+	}
+	return res.n, names.Sorted(), nil
+}
+
+// handleExport writes the attempt's archive (forensics' layout).
 // Everything that can fail is read before the first byte is sent.
 func (s *server) handleExport(w http.ResponseWriter, r *http.Request) error {
 	a, err := s.getAttempt(r)
@@ -63,140 +101,116 @@ func (s *server) handleExport(w http.ResponseWriter, r *http.Request) error {
 	if a.State == apitype.StateQueued || a.State == apitype.StateRunning {
 		return fmt.Errorf("attempt %s is %s: export it when it has ended: %w", a.ID, a.State, errConflict)
 	}
-	lines, recs, err := s.storedJournal(r.Context(), a.ID)
+	d, err := s.readExport(r.Context(), a)
 	if err != nil {
 		return err
-	}
-	blobs, err := s.store.BlobsFor(r.Context(), a.ID)
-	if err != nil {
-		return err
-	}
-	shas, err := journal.NamedBlobs(recs, blobs.ReadAll)
-	if err != nil {
-		return fmt.Errorf("attempt %s: %w", a.ID, err)
-	}
-	for _, sha := range shas {
-		if !blobs.Has(sha) {
-			return fmt.Errorf("attempt %s: blob %s is missing from the store", a.ID, sha)
-		}
-	}
-	tr, err := s.transcript(r.Context(), a.ID)
-	if err != nil {
-		return err
-	}
-	info := apitype.TaskInfo{ID: a.Task, SHA256: a.TaskSHA256, KnownAttempts: []string{}}
-	if t, err := tasks.Find(s.cfg.TasksDir, a.Task); err == nil {
-		if info, err = taskInfo(t); err != nil {
-			return err
-		}
-		if a.TaskSHA256 != "" && info.SHA256 != a.TaskSHA256 {
-			// The bundle changed since: its policy is not the one that
-			// graded the attempt (the signed statement has that one).
-			info.SHA256, info.Allow, info.Ignore = a.TaskSHA256, nil, nil
-		}
-	}
-	// An attempt ended by a benchd that did not sign yet has no
-	// envelope: the archive goes without, and verify says so.
-	envelope, err := s.store.Envelope(r.Context(), a.ID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	calls, err := s.store.ModelCalls(r.Context(), a.ID)
-	if err != nil {
-		return err
-	}
-	attemptJSON, _ := json.MarshalIndent(a, "", "  ")
-	taskJSON, _ := json.MarshalIndent(info, "", "  ")
-
-	mtime := time.Now().UTC()
-	if a.Finished != nil {
-		mtime = *a.Finished
 	}
 	w.Header().Set("Content-Type", "application/x-tar")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", a.ID+".tar"))
-	tw := tar.NewWriter(w)
-	put := func(name string, b []byte) error {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(b)), ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
-			return err
-		}
-		_, err := tw.Write(b)
-		return err
-	}
-	werr := errors.Join(
-		put(exportAttempt, append(attemptJSON, '\n')),
-		put(exportTask, append(taskJSON, '\n')),
-		put(exportJournal, lines),
-		put(exportStdout, []byte(tr.Stdout)),
-		put(exportStderr, []byte(tr.Stderr)),
-	)
-	if werr == nil && envelope != nil {
-		werr = put(exportSigned, append(envelope, '\n'))
-	}
-	if werr == nil && a.Review != nil {
-		reviewJSON, _ := json.MarshalIndent(a.Review, "", "  ")
-		werr = put(exportReview, append(reviewJSON, '\n'))
-	}
-	if werr == nil && len(calls) > 0 {
-		// The bytes apitype.ModelCallsSHA256 hashes, and each call's
-		// messages as stored.
-		werr = put(exportModel, apitype.ModelCallsJSONL(calls))
-		for _, c := range calls {
-			for _, resp := range []bool{false, true} {
-				if werr != nil {
-					break
-				}
-				var m []byte
-				if m, werr = s.store.ModelMessage(r.Context(), a.ID, c.Seq, resp); werr == nil {
-					werr = put(exportModelIn+modelgw.MessageName(c.Seq, resp), m)
-				}
-			}
-		}
-	}
-	blobDir := journal.BlobsDir(exportJournal)
-	for _, sha := range shas {
-		if werr != nil {
-			break
-		}
-		werr = s.putBlob(tw, blobDir+"/"+sha[:2]+"/"+sha, sha, mtime)
-	}
-	if werr == nil {
-		werr = tw.Close()
-	}
-	if werr != nil {
-		s.log.Warn("export cut short", "attempt", a.ID, "err", werr)
+	if err := s.writeExport(r.Context(), w, d); err != nil {
+		s.log.Warn("export cut short", "attempt", a.ID, "err", err)
 	}
 	return nil
 }
 
-func (s *server) putBlob(tw *tar.Writer, name, sha string, mtime time.Time) error {
+// readExport reads what the archive of a holds, checking that every
+// blob its journal names is in the store.
+func (s *server) readExport(ctx context.Context, a apitype.Attempt) (*exportData, error) {
+	d := &exportData{a: a}
+	blobs, err := s.store.BlobsFor(ctx, a.ID)
+	if err != nil {
+		return nil, err
+	}
+	if d.journalSize, d.shas, err = s.scanJournal(ctx, a.ID, blobs.ReadAll); err != nil {
+		return nil, err
+	}
+	for _, sha := range d.shas {
+		if !blobs.Has(sha) {
+			return nil, fmt.Errorf("attempt %s: blob %s is missing from the store", a.ID, sha)
+		}
+	}
+	if d.tr, err = s.transcript(ctx, a.ID); err != nil {
+		return nil, err
+	}
+	d.info = apitype.TaskInfo{ID: a.Task, SHA256: a.TaskSHA256, KnownAttempts: []string{}}
+	if t, err := tasks.Find(s.cfg.TasksDir, a.Task); err == nil {
+		if d.info, err = taskInfo(t); err != nil {
+			return nil, err
+		}
+		if a.TaskSHA256 != "" && d.info.SHA256 != a.TaskSHA256 {
+			// The bundle changed since: its policy is not the one that
+			// graded the attempt (the signed statement has that one).
+			d.info.SHA256, d.info.Allow, d.info.Ignore = a.TaskSHA256, nil, nil
+		}
+	}
+	// An attempt ended by a benchd that did not sign yet has no
+	// envelope: the archive goes without, and verify says so.
+	if d.envelope, err = s.store.Envelope(ctx, a.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	if d.calls, err = s.store.ModelCalls(ctx, a.ID); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// writeExport writes the archive of d to w. An error cuts it short.
+func (s *server) writeExport(ctx context.Context, w io.Writer, d *exportData) error {
+	mtime := time.Now().UTC()
+	if d.a.Finished != nil {
+		mtime = *d.a.Finished
+	}
+	fw := forensics.NewWriter(w, mtime)
+	err := errors.Join(
+		fw.PutJSON(forensics.AttemptFile, d.a),
+		fw.PutJSON(forensics.TaskFile, d.info),
+		fw.PutStream(forensics.JournalFile, d.journalSize, func(w io.Writer) error {
+			return s.store.JournalLines(ctx, d.a.ID, w)
+		}),
+		fw.Put(forensics.StdoutFile, []byte(d.tr.Stdout)),
+		fw.Put(forensics.StderrFile, []byte(d.tr.Stderr)),
+	)
+	if err == nil && d.envelope != nil {
+		err = fw.Put(forensics.SignedFile, append(d.envelope, '\n'))
+	}
+	if err == nil && d.a.Review != nil {
+		err = fw.PutJSON(forensics.ReviewFile, d.a.Review)
+	}
+	if err == nil && len(d.calls) > 0 {
+		// The bytes apitype.ModelCallsSHA256 hashes, and each call's
+		// messages as stored.
+		err = fw.Put(forensics.ModelFile, apitype.ModelCallsJSONL(d.calls))
+		for _, c := range d.calls {
+			for _, resp := range []bool{false, true} {
+				if err != nil {
+					return err
+				}
+				var m []byte
+				if m, err = s.store.ModelMessage(ctx, d.a.ID, c.Seq, resp); err == nil {
+					err = fw.Put(forensics.ModelMessageFile(c.Seq, resp), m)
+				}
+			}
+		}
+	}
+	for _, sha := range d.shas {
+		if err != nil {
+			return err
+		}
+		err = s.putBlob(fw, sha)
+	}
+	if err != nil {
+		return err
+	}
+	return fw.Close()
+}
+
+func (s *server) putBlob(fw *forensics.Writer, sha string) error {
 	f, err := s.store.Blobs().Open(sha)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	var size int64
-	if st, ok := f.(interface{ Stat() (os.FileInfo, error) }); ok {
-		fi, err := st.Stat()
-		if err != nil {
-			return err
-		}
-		size = fi.Size()
-	} else {
-		b, err := io.ReadAll(f)
-		if err != nil {
-			return err
-		}
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o444, Size: int64(len(b)), ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
-			return err
-		}
-		_, err = tw.Write(b)
-		return err
-	}
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o444, Size: size, ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
-		return err
-	}
-	_, err = io.Copy(tw, f)
-	return err
+	return fw.PutBlob(sha, f)
 }
 
 // transcript returns the stored transcript; an attempt that never ran

@@ -138,25 +138,9 @@ func attachJournalFacts(a *apitype.Attempt, jpath string, pol journal.Policy) er
 		return fmt.Errorf("changeset: %w", err)
 	}
 	if len(a.Changeset) == 0 {
-		a.Changeset = make([]apitype.Change, 0, len(cs))
-		for _, c := range cs {
-			a.Changeset = append(a.Changeset, apitype.Change{Kind: c.Kind, Path: c.Path, From: c.From, Type: c.Type, SHA256: c.SHA256})
-		}
+		a.Changeset = append([]apitype.Change{}, cs...)
 	}
-	var edits, denied int64
-	for _, r := range recs {
-		switch {
-		case r.Op == journal.OpMount || r.Op == journal.OpUnmount || r.Op == journal.OpInterrupted || r.Op == journal.OpCap:
-			// Counted as the engine counts them (runs' collect step):
-			// the view's bookkeeping, and a cap record, which stands
-			// for an operation a cap refused, is neither an edit nor a
-			// denial of the edit policy.
-		case r.Decision == journal.Denied:
-			denied++
-		default:
-			edits++
-		}
-	}
-	a.Edits, a.Denied = edits, denied
+	c := journal.CountsOf(recs)
+	a.Edits, a.Denied = c.Edits, c.Denied
 	return nil
 }

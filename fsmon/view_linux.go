@@ -138,7 +138,7 @@ type View struct {
 	waiting      map[*handle]int64
 	waitingBytes int64
 	records      int64
-	denied       int64
+	counts       journal.Counts
 	files        int64 // entries of the tree, reserved ones included
 	blobBytes    int64 // bytes of the blobs the view added
 	capsHit      []string
@@ -151,7 +151,8 @@ type View struct {
 // Stats counts what the view has journaled so far.
 type Stats struct {
 	Records   int64    // records appended, mount record included
-	Denied    int64    // operations refused by the policy
+	Edits     int64    // operations performed (journal.Counts)
+	Denied    int64    // operations refused by the policy (journal.Counts)
 	Files     int64    // entries the tree holds
 	BlobBytes int64    // bytes of content the view stored as blobs
 	Caps      []string // the caps hit (journal.CapFiles, ...), in order; each has one cap record
@@ -404,7 +405,7 @@ func (v *View) Stats() Stats {
 	v.flushAll()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return Stats{Records: v.records, Denied: v.denied, Files: v.files, BlobBytes: v.blobBytes, Caps: append([]string(nil), v.capsHit...)}
+	return Stats{Records: v.records, Edits: v.counts.Edits, Denied: v.counts.Denied, Files: v.files, BlobBytes: v.blobBytes, Caps: append([]string(nil), v.capsHit...)}
 }
 
 // Backing returns the backing directory.
@@ -495,9 +496,7 @@ func (v *View) append(r journal.Record) error {
 		return err
 	}
 	v.records++
-	if r.Decision == journal.Denied {
-		v.denied++
-	}
+	v.counts.Add(r)
 	return nil
 }
 

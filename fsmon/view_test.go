@@ -128,6 +128,10 @@ func (v *view) finish() []journal.Record {
 	if err := journal.VerifyReplay(recs, blobs); err != nil {
 		v.t.Fatalf("replay of the last record differs from the final tree: %v", err)
 	}
+	// The view's counters are the journal's counts (journal.Counts).
+	if st, c := v.v.Stats(), journal.CountsOf(recs); st.Edits != c.Edits || st.Denied != c.Denied {
+		v.t.Fatalf("stats: got %d edits %d denied, the journal counts %d and %d", st.Edits, st.Denied, c.Edits, c.Denied)
+	}
 	real, err := journal.ScanTree(v.backing)
 	if err != nil {
 		v.t.Fatal(err)

@@ -14,19 +14,20 @@ import (
 	"sync"
 
 	"benchd.dev/fsmon/journal"
+	"benchd.dev/reason"
 	"benchd.dev/tasks"
 )
 
 // Reason codes of the shared rules, which hold for every task.
 const (
-	CodeAgentExit  = "agent_exit_nonzero" // the agent exited with a non-zero status
-	CodeTimeout    = "timeout"            // the agent hit its wall-clock limit: no partial credit
-	CodeWrongFiles = "wrong_files"        // a path the edit policy denies changed
-	CodeNetwork    = "network_used"       // the agent used the network on a closed task
-	CodeNonStdlib  = "non_stdlib_import"  // changed Python imports a module outside the standard library
-	CodeNoReward   = "no_reward"          // the kind gave reward 0 without a reason of its own
-	CodeGraderOOM  = "grader_oom"         // a grader command (the agent's code ran there) hit the task's memory limit
-	CodeCap        = "workspace_cap"      // the agent hit a cap of the workspace view (files, journal records, blob bytes) or filled its disk (storage_mb)
+	CodeAgentExit  = reason.AgentExit    // the agent exited with a non-zero status
+	CodeTimeout    = reason.Timeout      // the agent hit its wall-clock limit: no partial credit
+	CodeWrongFiles = reason.WrongFiles   // a path the edit policy denies changed
+	CodeNetwork    = reason.Network      // the agent used the network on a closed task
+	CodeNonStdlib  = reason.NonStdlib    // changed Python imports a module outside the standard library
+	CodeNoReward   = reason.NoReward     // the kind gave reward 0 without a reason of its own
+	CodeGraderOOM  = reason.GraderOOM    // a grader command (the agent's code ran there) hit the task's memory limit
+	CodeCap        = reason.WorkspaceCap // the agent hit a cap of the workspace view (files, journal records, blob bytes) or filled its disk (storage_mb)
 )
 
 // ErrUnknownKind: the task names a grader kind no file registered.
@@ -153,7 +154,7 @@ func grade(ctx context.Context, in Input, fn kindFunc, r Runner) (Verdict, error
 	}
 
 	reasons := agentReasons(in)
-	if bad := deniedChanges(in.Task.Policy, in.Changeset); len(bad) > 0 {
+	if bad := in.Task.Policy.Violations(in.Changeset); len(bad) > 0 {
 		reasons = append(reasons, Reason{CodeWrongFiles, fmt.Sprintf("changed files the task does not allow (allowed: %s): %s",
 			strings.Join(in.Task.Policy.Allow, ", "), shortList(bad, 8))})
 	}
@@ -370,41 +371,6 @@ func withCaps(in Input, reasons []Reason) []Reason {
 	}
 	return append(reasons, Reason{CodeCap, fmt.Sprintf(
 		"the agent hit the workspace's cap on %s; operations past it were refused (see the journal's cap records)", strings.Join(names, ", "))})
-}
-
-// deniedChanges lists the changes the policy denies, as "path (kind)".
-// A directory added or removed only to hold or drop allowed files is not
-// a change of its own.
-func deniedChanges(p journal.Policy, cs journal.Changeset) []string {
-	var bad []string
-	for _, ch := range cs {
-		paths := []string{ch.Path}
-		if ch.From != "" {
-			paths = append(paths, ch.From)
-		}
-		for _, pth := range paths {
-			if p.IsIgnored(pth) {
-				continue
-			}
-			if p.Decide(pth) == journal.Allowed {
-				continue
-			}
-			if ch.Type == "dir" && holdsAllowed(p, cs, pth) {
-				continue
-			}
-			bad = append(bad, fmt.Sprintf("%s (%s)", pth, ch.Kind))
-		}
-	}
-	return bad
-}
-
-func holdsAllowed(p journal.Policy, cs journal.Changeset, dir string) bool {
-	for _, ch := range cs {
-		if ch.Type != "dir" && strings.HasPrefix(ch.Path, dir+"/") && p.Decide(ch.Path) == journal.Allowed {
-			return true
-		}
-	}
-	return false
 }
 
 // importCheckScript (import_check.py) reads a JSON config (files, local names, test-only

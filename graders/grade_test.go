@@ -180,30 +180,6 @@ func TestGradeInfraErrors(t *testing.T) {
 	}
 }
 
-func TestDeniedChangesDirectories(t *testing.T) {
-	p := journal.Policy{Allow: []string{"notes/*.md"}, Ignore: []string{"__pycache__/"}}
-	tests := []struct {
-		name string
-		cs   journal.Changeset
-		want []string
-	}{
-		{"dir holding an allowed file", journal.Changeset{
-			{Kind: journal.Added, Path: "notes", Type: "dir"},
-			{Kind: journal.Added, Path: "notes/a.md", Type: "file"},
-		}, nil},
-		{"empty dir", journal.Changeset{{Kind: journal.Added, Path: "notes", Type: "dir"}}, []string{"notes (added)"}},
-		{"ignored dir", journal.Changeset{{Kind: journal.Added, Path: "src/__pycache__", Type: "dir"}}, nil},
-		{"denied file", journal.Changeset{{Kind: journal.Added, Path: "notes/a.txt", Type: "file"}}, []string{"notes/a.txt (added)"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := deniedChanges(p, tt.cs); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestParsePytest(t *testing.T) {
 	tests := []struct {
 		name       string

@@ -11,15 +11,16 @@ import (
 	"syscall"
 
 	"benchd.dev/fsmon/journal"
+	"benchd.dev/reason"
 	"benchd.dev/tasks"
 )
 
 // Reason codes of the tree check (checkTree): what the agent left in its
 // workspace that no grader may copy or read.
 const (
-	CodeUnsafeLink  = "unsafe_link"  // a symbolic link outside the ignored paths, or one leaving the tree anywhere
-	CodeSpecialFile = "special_file" // a FIFO, socket or device, ignored paths included
-	CodeTreeLimits  = "tree_limits"  // too many entries, a path too long or a chain of directories too deep
+	CodeUnsafeLink  = reason.UnsafeLink  // a symbolic link outside the ignored paths, or one leaving the tree anywhere
+	CodeSpecialFile = reason.SpecialFile // a FIFO, socket or device, ignored paths included
+	CodeTreeLimits  = reason.TreeLimits  // too many entries, a path too long or a chain of directories too deep
 )
 
 // Limits of a finished workspace. A tree beyond one of them fails with

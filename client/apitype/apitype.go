@@ -1,7 +1,8 @@
 // Package apitype holds the wire types of benchd's HTTP/JSON API: the
 // requests, the resources, the event stream, the error codes, the socket
-// path and the API prefix. It imports nothing but the standard library,
-// so that any client can use it.
+// path and the API prefix. It imports the standard library and
+// fsmon/journal only (pure Go, no cgo: the journal owns the change
+// type), so that any client can use it.
 //
 // Endpoints (all under Prefix, JSON bodies, errors as Error with a 4xx or
 // 5xx status):
@@ -46,6 +47,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"time"
+
+	"benchd.dev/fsmon/journal"
 )
 
 // DefaultSocket is where benchd listens unless told otherwise.
@@ -282,14 +285,10 @@ type Network struct {
 	BytesOut int64        `json:"bytes_out"`
 }
 
-// Change is one entry of a changeset (fsmon/journal.Change on the wire).
-type Change struct {
-	Kind   string `json:"kind"` // added, modified, deleted, renamed
-	Path   string `json:"path"`
-	From   string `json:"from,omitempty"`
-	Type   string `json:"type"`
-	SHA256 string `json:"sha256,omitempty"`
-}
+// Change is one entry of a changeset: the journal's own type, so that
+// an attempt's changeset and the journal's are one value, never
+// converted. Its JSON is the journal's canonical form of a change.
+type Change = journal.Change
 
 // Attempt is one agent run on one task, and its verdict.
 type Attempt struct {

@@ -293,7 +293,7 @@ func (c *CLI) cmdDiff(ctx context.Context, args []string) int {
 	case err != nil:
 		return c.fail("diff", exitError, err)
 	}
-	cs := fromAPIChanges(res.Changeset)
+	cs := journal.Changeset(res.Changeset)
 	if f.json {
 		c.printJSON(res)
 		return exitOK
@@ -406,11 +406,11 @@ func (c *CLI) diff(ctx context.Context, id string, opt diffOptions) (diffResult,
 	// every change.
 	var cs journal.Changeset
 	if opt.at == 0 && !opt.all && a.Changeset != nil && last.Op == journal.OpUnmount {
-		cs = fromAPIChanges(a.Changeset)
+		cs = a.Changeset
 	} else {
 		cs = journal.DiffTrees(before, after, nil)
 	}
-	res.Changeset = toAPIChanges(cs)
+	res.Changeset = append([]apitype.Change{}, cs...)
 	if opt.tree {
 		res.Tree = make([]journal.Entry, 0, len(after))
 		for _, p := range after.Paths() {
@@ -493,20 +493,4 @@ func diffChange(bf *blobFetcher, before, after journal.Tree, ch journal.Change) 
 	}
 	d.Diff = unifiedDiff(aName, bName, old, new)
 	return d, nil
-}
-
-func fromAPIChanges(cs []apitype.Change) journal.Changeset {
-	out := make(journal.Changeset, len(cs))
-	for i, c := range cs {
-		out[i] = journal.Change{Kind: c.Kind, Path: c.Path, From: c.From, Type: c.Type, SHA256: c.SHA256}
-	}
-	return out
-}
-
-func toAPIChanges(cs journal.Changeset) []apitype.Change {
-	out := make([]apitype.Change, len(cs))
-	for i, c := range cs {
-		out[i] = apitype.Change{Kind: c.Kind, Path: c.Path, From: c.From, Type: c.Type, SHA256: c.SHA256}
-	}
-	return out
 }

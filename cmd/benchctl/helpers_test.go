@@ -173,7 +173,7 @@ func newFixture(t *testing.T) *fixture {
 		Reasons:  []apitype.Reason{},
 		Agent:    apitype.AgentIdentity{Spec: "python3 agent.py {plan}", Exe: "/usr/bin/python3", SHA256: strings.Repeat("e", 64), Args: []string{"agent.py", "/workspace/plan.md"}, Version: "agent 1.2", Env: []string{"API_KEY"}},
 		ExitCode: 0, WallMS: 2000, PeakMemoryBytes: 48 << 20, MaxRSSBytes: 30 << 20, Edits: 6, Denied: 1,
-		Changeset: toAPIChanges(cs),
+		Changeset: cs,
 		Network: apitype.Network{Mode: "open", Attempts: []apitype.NetAttempt{{Time: start, Proto: "tcp", Dst: "93.184.216.34:443"},
 			{Time: start, Proto: "tcp", Dst: "169.254.169.254:80", Refused: true}}},
 		Limits:      &apitype.Limits{TimeoutMS: 600000, MemoryBytes: 1 << 30, CPUs: 1.5},

@@ -13,7 +13,9 @@ import (
 	"strings"
 
 	"benchd.dev/client/apitype"
+	"benchd.dev/forensics"
 	"benchd.dev/fsmon/journal"
+	"benchd.dev/reason"
 	"benchd.dev/tasks"
 )
 
@@ -71,8 +73,8 @@ func regrade(ctx context.Context, root string, a apitype.Attempt, recs []journal
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return "", err
 	}
-	args := []string{"grade", "--task", a.Task, "--tasks", tasksDir, "--attempt", filepath.Join(root, "attempt.json"),
-		"--stdout", filepath.Join(root, "transcript", "stdout"), "--journal", filepath.Join(root, "journal.jsonl"), "--json", final}
+	args := []string{"grade", "--task", a.Task, "--tasks", tasksDir, "--attempt", filepath.Join(root, forensics.AttemptFile),
+		"--stdout", filepath.Join(root, filepath.FromSlash(forensics.StdoutFile)), "--journal", filepath.Join(root, forensics.JournalFile), "--json", final}
 	cmd := exec.CommandContext(ctx, benchd, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -116,7 +118,7 @@ func verdictWords(pass bool, reward int, codes []string) string {
 	switch {
 	case pass:
 		outcome = "pass"
-	case slices.Contains(codes, "needs_review"):
+	case slices.Contains(codes, reason.NeedsReview):
 		outcome = "review"
 	}
 	s := fmt.Sprintf("%s (reward %d)", outcome, reward)

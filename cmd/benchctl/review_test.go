@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"benchd.dev/client/apitype"
+	"benchd.dev/forensics"
 	"benchd.dev/internal/dsse"
 )
 
@@ -241,7 +242,7 @@ func TestVerifyReview(t *testing.T) {
 				t.Errorf("got stderr %q, want it to contain %q", stderr, tt.wantError)
 			}
 			_, stdout, _ = runCLI(t, "", nil, false, "verify", "--json", "--key", fx.keyHex(), file)
-			var res verifyResult
+			var res forensics.Result
 			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 				t.Fatalf("--json: %v\n%s", err, stdout)
 			}

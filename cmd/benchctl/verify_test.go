@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"benchd.dev/client/apitype"
+	"benchd.dev/forensics"
 	"benchd.dev/fsmon/journal"
 	"benchd.dev/internal/dsse"
 )
@@ -189,7 +190,7 @@ func TestVerify(t *testing.T) {
 				}
 			}
 			code, stdout, _ = runCLI(t, "", nil, false, "verify", "--json", "--key", fx.keyHex(), file)
-			var res verifyResult
+			var res forensics.Result
 			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 				t.Fatalf("--json: %v\n%s", err, stdout)
 			}
@@ -231,7 +232,7 @@ func TestVerifyWithoutKey(t *testing.T) {
 		}
 	}
 	code, stdout, _ = runCLI(t, "", nil, false, "verify", "--json", file)
-	var res verifyResult
+	var res forensics.Result
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -416,8 +417,12 @@ func TestVerifyEverySignedField(t *testing.T) {
 	if err := json.Unmarshal(base["attempt.json"], &fields); err != nil {
 		t.Fatal(err)
 	}
-	signed, err := fieldsOf(apitype.StatementOf(fx.exported()))
+	sb, err := json.Marshal(apitype.StatementOf(fx.exported()))
 	if err != nil {
+		t.Fatal(err)
+	}
+	var signed map[string]json.RawMessage
+	if err := json.Unmarshal(sb, &signed); err != nil {
 		t.Fatal(err)
 	}
 	// Signed fields that attempt.json leaves out when empty: added.
@@ -458,7 +463,7 @@ func TestVerifyEverySignedField(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "a.tar")
 			os.WriteFile(file, tarFiles(t, f), 0o644)
 			code, stdout, _ := runCLI(t, "", nil, false, "verify", "--json", "--key", fx.keyHex(), file)
-			var res verifyResult
+			var res forensics.Result
 			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 				t.Fatalf("%v\n%s", err, stdout)
 			}
@@ -550,7 +555,7 @@ func TestVerifyAddedRetryOf(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "a.tar")
 	os.WriteFile(file, tarFiles(t, f), 0o644)
 	code, stdout, _ := runCLI(t, "", nil, false, "verify", "--json", "--key", fx.keyHex(), file)
-	var res verifyResult
+	var res forensics.Result
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}

@@ -252,7 +252,7 @@ func newViewDaemon(t *testing.T, hostile bool) *viewDaemon {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a.Changeset = toAPIChanges(cs)
+			a.Changeset = cs
 			for _, r := range j.recs {
 				switch {
 				case r.Decision == journal.Denied:

@@ -97,8 +97,8 @@
 //
 // The progress callback gets an event when each phase starts and every
 // 250 ms while a command agent runs: elapsed time, the cgroup's current
-// memory, and the view's counters (edits are journal records other than
-// mount and denied ones; denied are operations the policy refused).
+// memory, and the view's counters (journal.Counts: edits are the
+// operations performed, denied the ones the policy refused).
 //
 // # Agent identity
 //

@@ -557,14 +557,9 @@ func (at *attempt) collect(ctx context.Context) error {
 	a.TimedOut, a.OOM = res.TimedOut, res.OOM
 	a.WallMS = res.Wall.Milliseconds()
 	a.PeakMemoryBytes, a.MaxRSSBytes = res.PeakMemory, res.MaxRSS
-	a.Denied = st.Denied
-	// Less the mount and unmount records and the cap records.
-	a.Edits = max(st.Records-2-st.Denied-int64(len(st.Caps)), 0)
+	a.Edits, a.Denied = st.Edits, st.Denied
 	at.out.Caps = st.Caps
-	if res.TimedOut {
-		a.Edits = max(a.Edits-1, 0) // and the interrupted record
-	}
-	a.Changeset = wireChangeset(cs)
+	a.Changeset = append([]apitype.Change{}, cs...)
 	a.Network = wireNetwork(res.Network)
 	// The namespace is closed: no call starts any more. The log is
 	// complete once the gateways are.
@@ -657,7 +652,7 @@ func (at *attempt) watch(job *confine.Job, view *fsmon.View) (stop func()) {
 					ev.MemoryBytes = u.CurrentBytes
 				}
 				st := view.Stats()
-				ev.Edits, ev.Denied = max(st.Records-1-st.Denied-int64(len(st.Caps)), 0), st.Denied
+				ev.Edits, ev.Denied = st.Edits, st.Denied
 				at.progress(ev)
 			}
 		}
@@ -877,14 +872,6 @@ func presetEnv(env, preset []string) []string {
 		}
 	}
 	return env
-}
-
-func wireChangeset(cs journal.Changeset) []apitype.Change {
-	out := make([]apitype.Change, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, apitype.Change{Kind: c.Kind, Path: c.Path, From: c.From, Type: c.Type, SHA256: c.SHA256})
-	}
-	return out
 }
 
 // wireNetwork turns a namespace report into the wire form. DNS questions

@@ -15,12 +15,8 @@ import (
 // judges the facts the attempt recorded, not new ones.
 func RecordedFacts(a apitype.Attempt, stdoutPath string) graders.Input {
 	exit := a.ExitCode
-	cs := make(journal.Changeset, 0, len(a.Changeset))
-	for _, c := range a.Changeset {
-		cs = append(cs, journal.Change{Kind: c.Kind, Path: c.Path, From: c.From, Type: c.Type, SHA256: c.SHA256})
-	}
 	return graders.Input{
-		Changeset:    cs,
+		Changeset:    append(journal.Changeset{}, a.Changeset...),
 		AgentExit:    &exit,
 		TimedOut:     a.TimedOut,
 		Denied:       a.Denied,

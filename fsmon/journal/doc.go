@@ -11,8 +11,8 @@
 // appends records, Read and Reader read them back, Verify and VerifyFile
 // check the chain and the blobs, ReplayTree and Replay rebuild the tree at
 // any record, VerifyReplay proves that the records account for the final
-// tree, ChangesetOf gives the net change, and Recover seals a journal
-// whose writer died.
+// tree, ChangesetOf gives the net change, Policy.Violations and CountsOf
+// judge it, and Recover seals a journal whose writer died.
 //
 // # Record format
 //
@@ -238,4 +238,19 @@
 // file deleted at one path and added at another with the same content
 // reported as one rename. It does not depend on the records in between,
 // only on the two trees the chain vouches for.
+//
+// # Rules read from a journal
+//
+// The journal owns the rules that judge it, so that benchd (the view,
+// the grader, start-up recovery) and benchctl verify apply the same
+// ones:
+//
+//   - Counts (Add, CountsOf): edits are the operations the view
+//     performed, denied the ones the edit policy refused; mount, unmount,
+//     interrupted and cap records are neither.
+//   - Policy.Violations: the changes of a changeset the policy does not
+//     allow (a verdict's wrong_files, with any denied operation). Both
+//     paths of a rename are judged; a directory is no change of its own
+//     when a file below it that changed is allowed, so that an attempt
+//     may add or remove the directory an allowed file needs.
 package journal

@@ -150,36 +150,59 @@ func loadManifest(blobs *Blobs, sha string) (Tree, error) {
 // blob's bytes; nil bytes with a nil error leave it out (a caller for
 // whom a missing manifest names nothing more).
 func NamedBlobs(recs []Record, manifest func(sha string) ([]byte, error)) ([]string, error) {
-	set := map[string]bool{}
+	var n BlobNames
 	for _, r := range recs {
-		if r.SHA256 == "" {
-			continue
-		}
-		set[r.SHA256] = true
-		if r.Op != OpMount && r.Op != OpUnmount {
-			continue
-		}
-		b, err := manifest(r.SHA256)
-		if err != nil {
-			return nil, fmt.Errorf("manifest of record %d: %w", r.Seq, err)
-		}
-		if b == nil {
-			continue
-		}
-		tree, err := ParseManifest(b)
-		if err != nil {
-			return nil, fmt.Errorf("manifest of record %d: %w", r.Seq, err)
-		}
-		for _, e := range tree {
-			if e.SHA256 != "" {
-				set[e.SHA256] = true
-			}
+		if err := n.Add(r, manifest); err != nil {
+			return nil, err
 		}
 	}
-	out := make([]string, 0, len(set))
-	for sha := range set {
+	return n.Sorted(), nil
+}
+
+// BlobNames gathers the blobs records name, one record at a time, so
+// that a journal read as a stream need not be held (NamedBlobs is it
+// over a slice). Its zero value is empty.
+type BlobNames struct {
+	set map[string]bool
+}
+
+// Add adds what record r names (see NamedBlobs).
+func (n *BlobNames) Add(r Record, manifest func(sha string) ([]byte, error)) error {
+	if r.SHA256 == "" {
+		return nil
+	}
+	if n.set == nil {
+		n.set = map[string]bool{}
+	}
+	n.set[r.SHA256] = true
+	if r.Op != OpMount && r.Op != OpUnmount {
+		return nil
+	}
+	b, err := manifest(r.SHA256)
+	if err != nil {
+		return fmt.Errorf("manifest of record %d: %w", r.Seq, err)
+	}
+	if b == nil {
+		return nil
+	}
+	tree, err := ParseManifest(b)
+	if err != nil {
+		return fmt.Errorf("manifest of record %d: %w", r.Seq, err)
+	}
+	for _, e := range tree {
+		if e.SHA256 != "" {
+			n.set[e.SHA256] = true
+		}
+	}
+	return nil
+}
+
+// Sorted returns the names gathered, sorted.
+func (n *BlobNames) Sorted() []string {
+	out := make([]string, 0, len(n.set))
+	for sha := range n.set {
 		out = append(out, sha)
 	}
 	slices.Sort(out)
-	return out, nil
+	return out
 }

@@ -1,4 +1,4 @@
-package main
+package forensics
 
 import (
 	"bufio"
@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"benchd.dev/client/apitype"
 )
@@ -24,7 +23,7 @@ import (
 // hold: it is checked as signed, not recomputed). ok is false when the
 // attempt has neither usage nor calls: there is nothing to check.
 func checkModel(root string, a apitype.Attempt) (detail string, err error, ok bool) {
-	raw, rerr := os.ReadFile(filepath.Join(root, "model.jsonl"))
+	raw, rerr := os.ReadFile(filepath.Join(root, ModelFile))
 	if errors.Is(rerr, fs.ErrNotExist) {
 		if a.Model == nil {
 			return "", nil, false
@@ -60,7 +59,7 @@ func checkModel(root string, a apitype.Attempt) (detail string, err error, ok bo
 	var bytesStored int64
 	for _, c := range calls {
 		for _, m := range []struct{ kind, sha string }{{"request", c.RequestSHA256}, {"response", c.ResponseSHA256}} {
-			name := "model/" + strconv.Itoa(c.Seq) + "." + m.kind
+			name := ModelMessageFile(c.Seq, m.kind == "response")
 			b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
 			if err != nil {
 				return "", fmt.Errorf("call %d: %v", c.Seq, err), true
@@ -76,7 +75,13 @@ func checkModel(root string, a apitype.Attempt) (detail string, err error, ok bo
 	want := *a.Model
 	want.CostUSD, want.Unpriced, want.CallsSHA256 = nil, 0, ""
 	if got != want {
-		return "", fmt.Errorf("the calls sum to %s, attempt.json says %s", usageLine(&got), usageLine(&want)), true
+		return "", fmt.Errorf("the calls sum to %s, attempt.json says %s", usageJSON(got), usageJSON(want)), true
 	}
-	return fmt.Sprintf("%s, each stored message matches its hash (%s), the calls sum to the signed usage", plural(len(calls), "call"), formatBytes(bytesStored)), nil, true
+	return fmt.Sprintf("%s, each stored message matches its hash (%d bytes), the calls sum to the signed usage", plural(len(calls), "call"), bytesStored), nil, true
+}
+
+// usageJSON is u as compact JSON, for a message.
+func usageJSON(u apitype.ModelUsage) string {
+	b, _ := json.Marshal(u)
+	return string(b)
 }
