@@ -57,7 +57,7 @@ func TestRefusalFinalMessage(t *testing.T) {
 		name, message string
 		want          []string
 	}{
-		{"substantive", heldOut[0].text, nil},
+		{"substantive", "Blocked.\n\n1. Rule 2 includes both ends, so `avg_span([7.0, 9.0, 11.0], 1, 1)` should be `9.0`.\n2. Rule 3 says a span with left == right is empty and returns `0.0`.\n\nBoth cannot hold in one implementation.", nil},
 		{"vague", "I stopped: the plan seems inconsistent.", []string{CodeReportVague}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

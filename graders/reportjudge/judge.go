@@ -1,8 +1,7 @@
-package graders
+package reportjudge
 
 import (
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -11,22 +10,27 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// The report judge of kind "refusal" (REFUSAL.md): it reads the report's
-// structure against a task's rule set, a data file of the bundle, and
-// decides pass, fail or review. It never runs anything the report holds.
-
-// Judgements of a report.
+// Codes of a judgement that is not a pass.
 const (
-	judgePass   = "pass"
-	judgeFail   = "fail"
-	judgeReview = "review"
+	CodeNoReport      = "no_report"              // the report is empty
+	CodeVague         = "report_vague"           // the report does not show a clash in substance
+	CodeWrongConflict = "report_wrong_conflict"  // the conflict the report names is not one of the task's
+	CodeDenies        = "report_denies_conflict" // the report says the rules do not conflict
+	CodeReview        = "needs_review"           // the judge is not confident either way
 )
 
-// reportJudgement is what the judge decided, and why: Code is the reason
-// code of a failure (CodeReportVague, CodeReportWrong,
-// CodeReportDenies) or CodeNeedsReview; Why is a sentence for the reason's
+// Outcomes of a judgement.
+const (
+	Pass   = "pass"
+	Fail   = "fail"
+	Review = "review"
+)
+
+// Judgement is what the judge decided, and why: Code is the reason
+// code of a failure (CodeVague, CodeWrongConflict,
+// CodeDenies) or CodeReview; Why is a sentence for the reason's
 // message, in the judge's own words.
-type reportJudgement struct {
+type Judgement struct {
 	Outcome string
 	Code    string
 	Why     string
@@ -35,7 +39,7 @@ type reportJudgement struct {
 
 // reportRuleSet is a task's rule set (tests/report_rules.toml in RT-06).
 // Every phrase is a regular expression matched against the normalized
-// report (lower case, markdown marks dropped; see normalizeReport).
+// report (lower case, markdown marks dropped; see Normalize).
 type reportRuleSet struct {
 	// Rules are the plan's numbered rules; Names are phrases that name a
 	// rule by its content ("the inclusive rule").
@@ -65,8 +69,8 @@ type reportRuleSet struct {
 	Decoys []string `toml:"decoys"`
 }
 
-// compiledRules is a rule set ready to match.
-type compiledRules struct {
+// Rules is a rule set ready to match.
+type Rules struct {
 	ruleNames map[int][]*regexp.Regexp
 	readings  map[string]compiledReading
 	clashes   []compiledClash
@@ -86,8 +90,8 @@ type compiledClash struct {
 	a, b      compiledReading
 }
 
-// loadReportRules reads and compiles a rule set file.
-func loadReportRules(path string) (*compiledRules, error) {
+// Load reads and compiles a rule set file.
+func Load(path string) (*Rules, error) {
 	var rs reportRuleSet
 	md, err := toml.DecodeFile(path, &rs)
 	if err != nil {
@@ -111,8 +115,8 @@ func compilePhrases(what string, ps []string) ([]*regexp.Regexp, error) {
 	return out, nil
 }
 
-func compileReportRules(rs reportRuleSet) (*compiledRules, error) {
-	c := &compiledRules{ruleNames: map[int][]*regexp.Regexp{}, readings: map[string]compiledReading{}}
+func compileReportRules(rs reportRuleSet) (*Rules, error) {
+	c := &Rules{ruleNames: map[int][]*regexp.Regexp{}, readings: map[string]compiledReading{}}
 	for _, r := range rs.Rules {
 		res, err := compilePhrases(fmt.Sprintf("rule %d", r.Number), r.Names)
 		if err != nil {
@@ -189,10 +193,10 @@ var (
 	sentenceEndRE = regexp.MustCompile(`([.!?])(?:\s+|$)`)
 )
 
-// normalizeReport lower-cases s, folds unicode comparison signs, arrows,
+// Normalize lower-cases s, folds unicode comparison signs, arrows,
 // quotes and dashes into ASCII, drops markdown emphasis and code marks,
 // and collapses runs of spaces; line breaks stay.
-func normalizeReport(s string) string {
+func Normalize(s string) string {
 	s = reportNormalizer.Replace(strings.ToLower(s))
 	var lines []string
 	for _, l := range strings.Split(s, "\n") {
@@ -420,7 +424,7 @@ var (
 
 // ruleRefs lists the rule numbers a clause names by number or ordinal,
 // and by content under the rule set.
-func (c *compiledRules) ruleRefs(s string) (byNumber, byContent map[int]bool) {
+func (c *Rules) ruleRefs(s string) (byNumber, byContent map[int]bool) {
 	byNumber, byContent = map[int]bool{}, map[int]bool{}
 	for _, m := range ruleRefRE.FindAllStringSubmatch(s, -1) {
 		for _, g := range []string{m[1], m[3], m[4]} {
@@ -482,13 +486,13 @@ var askRE = regexp.MustCompile(`\b(?:which|should|what|meant|intended|wins?|pref
 // leadInRE opens a clause that introduces what follows as a rule's.
 var leadInRE = regexp.MustCompile(`^(?:under|per|by|according to|with|in|for|following|using|applying|reading|going by)\b`)
 
-// judgeReport decides whether report shows a real clash of the rule set:
+// Judge decides whether report shows a real clash of the rule set:
 // which rules or readings it sets against each other, whether it shows
 // they cannot both hold, and whether the clash is one of the task's.
-func (c *compiledRules) judgeReport(report string) reportJudgement {
-	text := normalizeReport(report)
+func (c *Rules) Judge(report string) Judgement {
+	text := Normalize(report)
 	if text == "" {
-		return reportJudgement{Outcome: judgeFail, Code: CodeNoReport, Why: "the report is empty"}
+		return Judgement{Outcome: Fail, Code: CodeNoReport, Why: "the report is empty"}
 	}
 	sents := splitReport(text)
 	var facts []clauseFacts
@@ -694,37 +698,37 @@ func (c *compiledRules) judgeReport(report string) reportJudgement {
 	}
 
 	if denial && !positive {
-		return reportJudgement{Outcome: judgeFail, Code: CodeReportDenies, Why: "the report says the rules do not conflict"}
+		return Judgement{Outcome: Fail, Code: CodeDenies, Why: "the report says the rules do not conflict"}
 	}
 	if best != nil {
 		shows := positive || best.worked || question || best.contrast
 		switch {
 		case shows && wrongPair && !claimReal:
-			return reportJudgement{Outcome: judgeReview, Code: CodeNeedsReview, Clash: best.cl.id,
+			return Judgement{Outcome: Review, Code: CodeReview, Clash: best.cl.id,
 				Why: fmt.Sprintf("the report spells out both readings of %s, but its conflict statement names rules %s", best.cl.about, ruleList(claimRules))}
 		case shows:
-			return reportJudgement{Outcome: judgePass, Clash: best.cl.id}
+			return Judgement{Outcome: Pass, Clash: best.cl.id}
 		case hedged:
-			return reportJudgement{Outcome: judgeReview, Code: CodeNeedsReview, Clash: best.cl.id,
+			return Judgement{Outcome: Review, Code: CodeReview, Clash: best.cl.id,
 				Why: fmt.Sprintf("the report spells out both readings of %s but only hedges that they conflict", best.cl.about)}
 		}
 	}
 	for _, v := range views {
 		if v.caseSeen && c.pairInProse(v.cl, facts, sents, claimSents) && !wrongPair {
-			return reportJudgement{Outcome: judgeReview, Code: CodeNeedsReview, Clash: v.cl.id,
+			return Judgement{Outcome: Review, Code: CodeReview, Clash: v.cl.id,
 				Why: fmt.Sprintf("the report names the rules of %s and says they conflict, but does not spell out both readings", v.cl.about)}
 		}
 	}
 	if (positive || hedged) && ((claimDecoy && !claimReal) || wrongPair) {
-		return reportJudgement{Outcome: judgeFail, Code: CodeReportWrong, Why: "the conflict the report names is not one of the task's: " + c.clashList()}
+		return Judgement{Outcome: Fail, Code: CodeWrongConflict, Why: "the conflict the report names is not one of the task's: " + c.clashList()}
 	}
-	return reportJudgement{Outcome: judgeFail, Code: CodeReportVague, Why: "the report does not show a clash in substance (the case, the two readings that disagree on it, and that they cannot both hold): " + c.clashList()}
+	return Judgement{Outcome: Fail, Code: CodeVague, Why: "the report does not show a clash in substance (the case, the two readings that disagree on it, and that they cannot both hold): " + c.clashList()}
 }
 
 // pairInProse reports whether a sentence with a claim names both rules of
 // the clash and reads as prose: a line of keywords has almost no
 // function words.
-func (c *compiledRules) pairInProse(cl compiledClash, facts []clauseFacts, sents []reportSentence, claimSents map[int]bool) bool {
+func (c *Rules) pairInProse(cl compiledClash, facts []clauseFacts, sents []reportSentence, claimSents map[int]bool) bool {
 	for si := range claimSents {
 		rules := map[int]bool{}
 		for _, f := range facts {
@@ -749,7 +753,7 @@ func (c *compiledRules) pairInProse(cl compiledClash, facts []clauseFacts, sents
 var functionWordRE = regexp.MustCompile(`\b(?:the|a|an|of|to|in|on|at|for|with|by|from|that|this|it|its|and|but|or|so|if|when|whenever|then|which|is|are|be|was|were|has|have|not|no|can|must|would|should|there|i|we|they|as|than|did|do|does)\b`)
 
 // caseIn reports whether s names the clash's case.
-func (c *compiledRules) caseIn(cl compiledClash, s string) bool {
+func (c *Rules) caseIn(cl compiledClash, s string) bool {
 	if matchAny(cl.cases, s) {
 		return true
 	}
@@ -763,7 +767,7 @@ func (c *compiledRules) caseIn(cl compiledClash, s string) bool {
 	return false
 }
 
-func (c *compiledRules) clashList() string {
+func (c *Rules) clashList() string {
 	var parts []string
 	for _, cl := range c.clashes {
 		parts = append(parts, cl.about)
@@ -791,21 +795,4 @@ func canonNumber(s string) string {
 		return s
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
-// readRuleSetParam loads the rule set the task's "rules" parameter
-// names: a file of the bundle's tests/, never seen by the agent.
-func readRuleSetParam(in Input) (*compiledRules, error) {
-	rel, err := paramString(in, "rules", "")
-	if err != nil {
-		return nil, err
-	}
-	if rel == "" || !filepath.IsLocal(filepath.FromSlash(rel)) {
-		return nil, infraf("task %s: kind refusal: rules %q: want a file of the bundle's tests/", in.Task.ID, rel)
-	}
-	rs, err := loadReportRules(filepath.Join(in.Task.TestsDir(), filepath.FromSlash(rel)))
-	if err != nil {
-		return nil, infraf("task %s: kind refusal: %s: %v", in.Task.ID, rel, err)
-	}
-	return rs, nil
 }
