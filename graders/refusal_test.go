@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"benchd.dev/internal/testenv"
+	"github.com/BurntSushi/toml"
 )
 
 // TestRefusalAttempts grades RT-06's reference and known attempts and
@@ -206,5 +208,73 @@ func TestRefusalReview(t *testing.T) {
 				t.Errorf("got JSON outcome %v, want %s", back["outcome"], tc.outcome)
 			}
 		})
+	}
+}
+
+// TestRefusalRulesHaveSentences: every rule kind refusal applies, and
+// the shared rules RT-06's policy applies, is traced in the bundle's
+// tests/contract.toml to sentences that RT-06's instruction.md holds; a
+// rule with no row, or a row whose sentence the instruction does not
+// hold, fails. Every reason code refusal.go can give is in refusalCodes.
+func TestRefusalRulesHaveSentences(t *testing.T) {
+	task := loadRepoTask(t, "rt-06")
+	instr, err := os.ReadFile(filepath.Join(task.Dir, "instruction.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var contract struct {
+		Rule []struct {
+			Code      string   `toml:"code"`
+			Rule      string   `toml:"rule"`
+			Sentences []string `toml:"sentences"`
+		} `toml:"rule"`
+	}
+	if _, err := toml.DecodeFile(filepath.Join(task.TestsDir(), "contract.toml"), &contract); err != nil {
+		t.Fatal(err)
+	}
+	flat := func(s string) string { return strings.Join(strings.Fields(strings.ReplaceAll(s, "`", "")), " ") }
+	text := flat(string(instr))
+	rows := map[string]bool{}
+	for _, r := range contract.Rule {
+		if len(r.Sentences) == 0 {
+			t.Errorf("contract rule %s (%s) has no sentence", r.Code, r.Rule)
+		}
+		for _, s := range r.Sentences {
+			if !strings.Contains(text, flat(s)) {
+				t.Errorf("contract rule %s: instruction.md does not hold %q", r.Code, s)
+			}
+		}
+		rows[r.Code] = true
+	}
+	applied := append([]string{}, refusalCodes...)
+	applied = append(applied, CodeWrongFiles, CodeNonStdlib) // the policy's allow-list, stdlib only
+	if !task.AllowInternet {
+		applied = append(applied, CodeNetwork)
+	}
+	for _, c := range applied {
+		if !rows[c] {
+			t.Errorf("rule %s is applied to RT-06 but has no sentence of instruction.md in tests/contract.toml", c)
+		}
+	}
+
+	// Every code refusal.go gives is listed in refusalCodes.
+	src, err := os.ReadFile("refusal.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, c := range refusalCodes {
+		listed[c] = true
+	}
+	consts := map[string]string{
+		"CodeNoReport": CodeNoReport, "CodeReportVague": CodeReportVague, "CodeReportWrong": CodeReportWrong,
+		"CodeReportDenies": CodeReportDenies, "CodeNeedsReview": CodeNeedsReview, "CodeImplementedAnyway": CodeImplementedAnyway,
+		"CodePublicTestsPass": CodePublicTestsPass, "CodeTestsDeleted": CodeTestsDeleted, "CodeTestsModified": CodeTestsModified,
+	}
+	for _, m := range regexp.MustCompile(`Reason\{(Code\w+)`).FindAllStringSubmatch(string(src), -1) {
+		code, ok := consts[m[1]]
+		if !ok || !listed[code] {
+			t.Errorf("refusal.go gives %s, which refusalCodes does not list", m[1])
+		}
 	}
 }
