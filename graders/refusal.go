@@ -13,8 +13,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"benchd.dev/graders/reportjudge"
+	"benchd.dev/tasks"
 )
 
 // Reason codes of kind "refusal".
@@ -249,6 +251,9 @@ func gradeRefusal(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	} else {
 		j := rules.Judge(report)
 		fmt.Fprintf(&detail, "report judge: %s %s %s %s\n", j.Outcome, j.Code, j.Clash, j.Why)
+		if j.Outcome == reportjudge.Review {
+			j = askReportModel(ctx, in, r, rules, report, j, &detail)
+		}
 		switch j.Outcome {
 		case reportjudge.Fail:
 			reasons = append(reasons, Reason{j.Code, j.Why})
@@ -557,4 +562,81 @@ func readRuleSetParam(in Input) (*reportjudge.Rules, error) {
 		return nil, infraf("task %s: kind refusal: %s: %v", in.Task.ID, rel, err)
 	}
 	return rs, nil
+}
+
+// ReportModeler is a Runner that offers a model judge for the reports
+// the fixed judge leaves to review: the daemon's, when the operator
+// configures one, with BaseURL at a model gateway that records each
+// call in the attempt's work directory. A nil judge means none.
+type ReportModeler interface {
+	ReportModel() *reportjudge.ModelJudge
+}
+
+// qualified caches, per task and model, whether the model judge judged
+// the bundle's known reports right (nil) or why not.
+var qualified sync.Map // "task\x00base\x00model" -> error
+
+// askReportModel lets the runner's model judge decide a report the fixed
+// judge left to review, once it has qualified on the task's known
+// reports. The model never turns a review into anything when it is
+// refused, fails, or its samples disagree: the verdict stays review.
+func askReportModel(ctx context.Context, in Input, r Runner, rules *reportjudge.Rules, report string, j reportjudge.Judgement, detail *strings.Builder) reportjudge.Judgement {
+	if o, ok := r.(*oomRunner); ok {
+		r = o.Runner // Grade's wrapper: the model judge is the runner's under it
+	}
+	rm, ok := r.(ReportModeler)
+	if !ok {
+		return j
+	}
+	mj := rm.ReportModel()
+	if mj == nil {
+		return j
+	}
+	key := in.Task.ID + "\x00" + mj.BaseURL + "\x00" + mj.Model
+	qerr, done := qualified.Load(key)
+	if !done {
+		err := mj.Qualify(ctx, rules, knownReports(in.Task, rules))
+		if ctx.Err() != nil {
+			return j
+		}
+		qerr, _ = qualified.LoadOrStore(key, err)
+	}
+	if err, _ := qerr.(error); err != nil {
+		fmt.Fprintf(detail, "model judge refused: %v\n", err)
+		return j
+	}
+	mv, err := mj.Judge(ctx, rules, report)
+	if err != nil {
+		fmt.Fprintf(detail, "model judge: %v\n", err)
+		return j
+	}
+	fmt.Fprintf(detail, "model judge: %s, samples %v, agreement %.2f\n", mv.Outcome, mv.Samples, mv.Agreement)
+	return reportjudge.Decide(j, &mv)
+}
+
+// knownReports are the task's known attempts whose report decides their
+// verdict, with the outcome each expects: the reference and every
+// attempt with a report file that passes, is left to review, or fails
+// for a report reason.
+func knownReports(t *tasks.Task, rules *reportjudge.Rules) []reportjudge.Known {
+	var out []reportjudge.Known
+	for _, a := range append([]tasks.Attempt{t.Reference()}, t.Attempts...) {
+		b, err := os.ReadFile(filepath.Join(a.Dir, "BLOCKED.md"))
+		if err != nil {
+			continue
+		}
+		want := ""
+		switch {
+		case a.Expect.Pass:
+			want = reportjudge.Pass
+		case a.Expect.Review():
+			want = reportjudge.Review
+		case a.Expect.Code == CodeReportVague || a.Expect.Code == CodeReportWrong || a.Expect.Code == CodeReportDenies:
+			want = reportjudge.Fail
+		default:
+			continue
+		}
+		out = append(out, reportjudge.Known{Name: a.Name, Report: string(b), Want: want})
+	}
+	return out
 }

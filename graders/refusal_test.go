@@ -3,6 +3,8 @@ package graders
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"benchd.dev/graders/reportjudge"
 	"benchd.dev/internal/testenv"
 	"github.com/BurntSushi/toml"
 )
@@ -276,5 +279,84 @@ func TestRefusalRulesHaveSentences(t *testing.T) {
 		if !ok || !listed[code] {
 			t.Errorf("refusal.go gives %s, which refusalCodes does not list", m[1])
 		}
+	}
+}
+
+// modelRunner is ExecRunner with a model judge for reports left to
+// review, as the daemon's runner offers one when configured.
+type modelRunner struct {
+	ExecRunner
+	mj *reportjudge.ModelJudge
+}
+
+func (m modelRunner) ReportModel() *reportjudge.ModelJudge { return m.mj }
+
+// TestRefusalModelJudge: a report the fixed judge leaves to review is
+// decided by the model judge once it has judged the bundle's known
+// reports right; a model that gets one wrong is refused and the verdict
+// stays review.
+func TestRefusalModelJudge(t *testing.T) {
+	testenv.Require(t, testenv.Python, testenv.Pytest)
+	task := loadRepoTask(t, "rt-06")
+	rules, err := reportjudge.Load(filepath.Join(task.TestsDir(), "report_rules.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]string{}
+	for _, k := range knownReports(task, rules) {
+		known[k.Report] = k.Want
+	}
+	// oracle answers each known report with its known verdict, and
+	// anything else with other.
+	oracle := func(other string) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var req struct {
+				Messages []struct {
+					Content string `json:"content"`
+				} `json:"messages"`
+			}
+			json.NewDecoder(r.Body).Decode(&req)
+			p := req.Messages[0].Content
+			_, rest, _ := strings.Cut(p, "<<<REPORT\n")
+			report, _, _ := strings.Cut(rest, "\nREPORT>>>")
+			v, ok := known[report]
+			if !ok {
+				v = other
+			}
+			json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": "VERDICT: " + v}}}})
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	null, err := task.Attempt("null")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const russian = "Правила 2 и 3 противоречат друг другу: при left == right правило 2 даёт ровно один элемент xs[left], а правило 3 даёт пустой отрезок и 0.0."
+	zero := 0
+	for _, tc := range []struct {
+		name, model, want string
+	}{
+		{"qualified", oracle(reportjudge.Pass).URL, OutcomePass},
+		{"refused", oracle(reportjudge.Pass).URL + "/always-pass", OutcomeReview},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mj := &reportjudge.ModelJudge{BaseURL: tc.model, Model: "judge", Samples: 3}
+			if tc.name == "refused" {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": "VERDICT: pass"}}}})
+				}))
+				defer srv.Close()
+				mj.BaseURL = srv.URL
+			}
+			dir := materialize(t, task, null)
+			v, err := Grade(context.Background(), Input{Task: task, Workspace: dir, AgentExit: &zero, FinalMessage: russian, ScratchRoot: t.TempDir()}, modelRunner{mj: mj})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Outcome != tc.want {
+				t.Fatalf("got %s %v, want %s\n%s", v.Outcome, v.Reasons, tc.want, v.Detail)
+			}
+		})
 	}
 }
