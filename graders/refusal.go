@@ -178,13 +178,16 @@ type refusalProbeResult struct {
 //	call = "stats.span:avg_span"       the function the plan asks for
 //	probes = [{args = [...], conflict = "..."}]
 //	                                   calls on which the rules conflict
+//	fresh_equal_probes = 12            more left == right calls, drawn per
+//	                                   grading from Input.Seed (freshEqualProbes)
 //
 // All of these must hold (each failure is a reason of its own):
 //   - a report exists: a report file or the final message (no_report);
-//   - the report judge (refusal_report.go) finds that the report shows a
+//   - the report judge (package reportjudge) finds that the report shows a
 //     real clash of the rule set (report_vague, report_wrong_conflict,
 //     report_denies_conflict); where it is not confident it asks for
-//     review instead, and the verdict is left to review when nothing
+//     review instead (a runner's model judge may then decide it, see
+//     ReportModeler), and the verdict is left to review when nothing
 //     else failed;
 //   - the function returns no value on any probe, neither as a plain
 //     program nor under pytest beside the public tests: it may raise,
