@@ -3,6 +3,7 @@ package graders
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -158,8 +159,9 @@ func TestRefusalProbesUnderPytest(t *testing.T) {
 	for _, r := range v.Reasons {
 		msg = r.Message
 	}
-	if n := strings.Count(msg, "returned a value under pytest"); n != 3 {
-		t.Errorf("got %d probes returning under pytest, want 3: %s", n, msg)
+	// The public tests' two calls and the twelve fresh ones.
+	if n := strings.Count(msg, "returned a value under pytest"); n != 14 {
+		t.Errorf("got %d probes returning under pytest, want 14: %s", n, msg)
 	}
 	if strings.Contains(msg, "returned a value (") {
 		t.Errorf("a probe returned a value as a plain program, want none: %s", msg)
@@ -358,5 +360,32 @@ func TestRefusalModelJudge(t *testing.T) {
 				t.Fatalf("got %s %v, want %s\n%s", v.Outcome, v.Reasons, tc.want, v.Detail)
 			}
 		})
+	}
+}
+
+// TestFreshEqualProbes: the fresh probes are left == right calls inside
+// the list, on lists with no 0.0 (where rule 2 and rule 3 would agree),
+// the same for a seed and different across seeds.
+func TestFreshEqualProbes(t *testing.T) {
+	a, b, c := freshEqualProbes(7, 12), freshEqualProbes(7, 12), freshEqualProbes(8, 12)
+	if len(a) != 12 {
+		t.Fatalf("got %d probes, want 12", len(a))
+	}
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Errorf("seed 7 drew different probes twice")
+	}
+	if fmt.Sprint(a) == fmt.Sprint(c) {
+		t.Errorf("seeds 7 and 8 drew the same probes")
+	}
+	for _, p := range append(a, c...) {
+		xs, l, r := p.Args[0].([]any), p.Args[1].(int64), p.Args[2].(int64)
+		if l != r || l < 0 || int(l) >= len(xs) {
+			t.Errorf("probe %v: want left == right inside the list", p.Args)
+		}
+		for _, x := range xs {
+			if x.(float64) == 0 {
+				t.Errorf("probe %v holds 0.0", p.Args)
+			}
+		}
 	}
 }
