@@ -86,9 +86,15 @@ func MatchGlob(g, rel string) bool {
 	segs := strings.Split(rel, "/")
 	pat := strings.Split(g, "/")
 	if !strings.Contains(g, "/") {
-		// Unanchored: matches any segment. With a trailing slash it also
-		// matches everything below that segment, which the any-segment
-		// rule already gives.
+		if !dirOnly {
+			// Unanchored: the last segment, at any depth. Not any
+			// segment: under allow = ["*.py"] a directory "x.py/"
+			// would otherwise let every file below it change.
+			ok, _ := path.Match(g, segs[len(segs)-1])
+			return ok
+		}
+		// With a trailing slash: a directory of that name at any depth,
+		// and everything below it.
 		for _, s := range segs {
 			if ok, _ := path.Match(g, s); ok {
 				return true
