@@ -18,7 +18,9 @@ Each case starts with no object; its steps are
                                          call a function of another module, after
                                          the module under test was imported (a
                                          sibling it must leave as it was)
-    ["new", "Class", [args...]]          make the case's object
+    ["new", "Class", [args...]]          make an object: the case's current one
+    ["use", i]                           make the case's i-th object (0 the
+                                         first made) the current one again
     ["call", "method", [args...]]        call a method of the object
     ["get", "attr"]                      read an attribute
     ["set", "attr", value]               assign an attribute
@@ -96,7 +98,9 @@ def builtin_name(cls):
     return "Exception"
 
 
-def step(obj, s):
+def step(objs, obj, s):
+    """One step of a case on its current object obj (None before the
+    first "new"); objs are the case's objects in the order made."""
     op = s[0]
     if op == "fn":
         return obj, {"value": encode(getattr(MODULE, s[1])(*decode(s[2])))}
@@ -105,7 +109,10 @@ def step(obj, s):
         return obj, {"value": encode(getattr(mod, s[2])(*decode(s[3])))}
     if op == "new":
         cls = getattr(MODULE, s[1])
-        return cls(*decode(s[2])), {"value": None}
+        objs.append(cls(*decode(s[2])))
+        return objs[-1], {"value": None}
+    if op == "use":
+        return objs[s[1]], {"value": None}
     if obj is None:
         raise RuntimeError("no object")
     if op == "call":
@@ -150,10 +157,10 @@ def main():
         return
     results = []
     for case in spec["cases"]:
-        obj, got = None, []
+        objs, obj, got = [], None, []
         for s in case:
             try:
-                obj, r = step(obj, s)
+                obj, r = step(objs, obj, s)
             except Exception as e:
                 got.append({"raised": builtin_name(type(e))})
                 break

@@ -12,6 +12,8 @@ at least 1, so capacities are drawn from the whole range an int holds
 checked wherever Python can count that far, and one long run of 0.6 to
 1.2 million calls (about two million in all), its length drawn per
 grading, crosses any count an implementation could hold fixed. A capacity below 1 raises ValueError.
+Each counter counts on its own: several counters, made one after the
+other and used in turn, each start at 0 and keep their own value.
 Nothing else is asked: reading value, calling inc.
 """
 
@@ -32,6 +34,20 @@ def run(capacity, n):
         ["call", "inc", []],
         ["get", "value"],
     ])
+
+
+def several(rng):
+    """Two to four counters made in turn, then advanced and read in an
+    interleaved order: each starts at 0 and keeps its own value."""
+    k = rng.randint(2, 4)
+    steps = []
+    for _ in range(k):
+        steps += [["new", "CircularCounter", [rng.randint(1, 40)]], ["get", "value"]]
+    for _ in range(rng.randint(6, 12)):
+        steps += [["use", rng.randrange(k)], ["repeat", rng.randint(1, 60), "inc", []], ["get", "value"]]
+    for i in range(k):
+        steps += [["use", i], ["get", "value"]]
+    return steps
 
 
 def huge(rng):
@@ -57,6 +73,9 @@ def main():
         else:
             n = cap * rng.randint(1, 6) + rng.randint(-1, 1)
         cases.append(run(cap, max(1, n)))
+    # Several counters side by side.
+    for _ in range(4):
+        cases.append(several(rng))
     # Capacities Python can count to, log-uniform up to 2^17: past one or
     # two wraps.
     for _ in range(4):
