@@ -395,17 +395,23 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 
 // openFile opens the node's backing file as the kernel asked (O_APPEND
 // dropped: the kernel sends the offsets), a symlink not followed.
-func (n *node) openFile(flags uint32) (*gofs.LoopbackFile, syscall.Errno) {
+func (n *node) openFile(ctx context.Context, flags uint32) (*gofs.LoopbackFile, syscall.Errno) {
 	rel, errno := n.path()
 	if errno != 0 {
 		return nil, errno
 	}
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
+	if errno := n.v.takeFile(ctx, rel); errno != 0 {
+		return nil, errno
+	}
 	fd, err := n.v.openAt(rel, readableWrites(flags), 0)
 	if err != nil {
+		n.v.holdFile(nil)
 		return nil, gofs.ToErrno(err)
 	}
-	return gofs.NewLoopbackFileFromOS(os.NewFile(uintptr(fd), "")), 0
+	lf := gofs.NewLoopbackFileFromOS(os.NewFile(uintptr(fd), ""))
+	n.v.holdFile(lf)
+	return lf, 0
 }
 
 // readableWrites is the flags of the view's own open of a backing file
@@ -429,8 +435,12 @@ func (n *node) createFile(ctx context.Context, name string, flags, mode uint32, 
 		return nil, nil, errno
 	}
 	flags &^= syscall.O_APPEND
+	if errno := n.v.takeFile(ctx, rel); errno != 0 {
+		return nil, nil, errno
+	}
 	fd, err := n.v.openAt(rel, readableWrites(flags)|unix.O_CREAT, mode)
 	if err != nil {
+		n.v.holdFile(nil)
 		return nil, nil, gofs.ToErrno(err)
 	}
 	if c, ok := fuse.FromContext(ctx); ok {
@@ -439,11 +449,14 @@ func (n *node) createFile(ctx context.Context, name string, flags, mode uint32, 
 	st, btime, err := stat(fd, "", unix.AT_EMPTY_PATH)
 	if err != nil {
 		unix.Close(fd)
+		n.v.holdFile(nil)
 		return nil, nil, gofs.ToErrno(err)
 	}
 	ch := n.newChild(ctx, &st, btime, out)
 	out.FromStat(&st)
-	return ch, gofs.NewLoopbackFileFromOS(os.NewFile(uintptr(fd), "")), 0
+	lf := gofs.NewLoopbackFileFromOS(os.NewFile(uintptr(fd), ""))
+	n.v.holdFile(lf)
+	return ch, lf, 0
 }
 
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {

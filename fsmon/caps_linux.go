@@ -24,11 +24,19 @@ func (v *View) blobAdded(_ string, size int64) {
 	v.mu.Unlock()
 }
 
-// recordsFull reports whether the journal holds MaxRecords records.
-func (v *View) recordsFull() bool {
+// journalFull names the journal cap reached, "" for none: the journal
+// holds MaxRecords records (CapRecords) or MaxJournalBytes bytes
+// (CapJournalBytes).
+func (v *View) journalFull() string {
+	if v.cfg.Journal.Size() >= v.cfg.MaxJournalBytes {
+		return journal.CapJournalBytes
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.records >= v.cfg.MaxRecords
+	if v.records >= v.cfg.MaxRecords {
+		return journal.CapRecords
+	}
+	return ""
 }
 
 // stored counts the added bytes of h's capture and takes h out of the
@@ -37,6 +45,7 @@ func (v *View) stored(h *handle, added int64) {
 	v.mu.Lock()
 	v.blobBytes += added
 	h.stored = true
+	v.uncountLocked(h)
 	if size, ok := v.waiting[h]; ok {
 		delete(v.waiting, h)
 		v.waitingBytes -= size
@@ -55,34 +64,96 @@ func (v *View) waits(h *handle, size int64) {
 		return
 	}
 	delete(v.open, h)
+	v.uncountLocked(h)
 	v.waiting[h] = size
 	v.waitingBytes += size
 	h.n.waitingBytes.Add(size)
 }
 
-// pendingLocked is the size now of every file open for writing whose
+// pendingLocked is the size of every file open for writing whose
 // release has not been captured yet, but for handles of the inode skip
 // (nil: none): content the store will take when the kernel sends the
 // release, which it does after close returns, so an open or a write
 // that follows a close may arrive first. A released file whose capture
 // waits counts with its size at the release (View.waiting); a file
-// still open is asked its size now. Called with v.mu held.
+// still open with the size last seen (View.counted), which each call
+// refreshes for sizeRefresh handles in turn: the work is the same
+// however many handles the attempt holds, and a size the kernel grew
+// behind the view (passthrough writes) is seen within
+// len(View.counted)/sizeRefresh checks. Called with v.mu held.
 func (v *View) pendingLocked(skip *gofs.Inode) int64 {
-	n := v.waitingBytes
+	v.refreshLocked()
+	n := v.waitingBytes + v.openBytes
 	if skip != nil {
-		n -= skip.Operations().(*node).waitingBytes.Load()
-	}
-	for h := range v.open {
-		if h.stored || (skip != nil && h.inode == skip) {
-			continue
-		}
-		if fd, ok := h.LoopbackFile.PassthroughFd(); ok {
-			if size, ok := sizeOfFd(fd)(); ok {
-				n += size
-			}
-		}
+		sn := skip.Operations().(*node)
+		n -= sn.waitingBytes.Load() + sn.openBytes.Load()
 	}
 	return n
+}
+
+// sizeRefresh is how many handles' sizes a budget check asks.
+const sizeRefresh = 4
+
+// refreshLocked asks the sizes of the next sizeRefresh handles of
+// View.counted. Called with v.mu held.
+func (v *View) refreshLocked() {
+	for range min(sizeRefresh, len(v.counted)) {
+		if v.refreshAt >= len(v.counted) {
+			v.refreshAt = 0
+		}
+		h := v.counted[v.refreshAt]
+		v.refreshAt++
+		fd, ok := h.LoopbackFile.PassthroughFd()
+		if !ok {
+			continue
+		}
+		v.sizeChecks++
+		if size, ok := sizeOfFd(fd)(); ok {
+			v.resizeLocked(h, size)
+		}
+	}
+}
+
+// countLocked adds h, its file of size bytes, to the pending content.
+// Called with v.mu held.
+func (v *View) countLocked(h *handle, size int64) {
+	h.slot = len(v.counted)
+	v.counted = append(v.counted, h)
+	h.size = 0
+	v.resizeLocked(h, size)
+}
+
+// uncountLocked takes h out of the pending content, if it is there.
+// Called with v.mu held.
+func (v *View) uncountLocked(h *handle) {
+	if h.slot < 0 || h.slot >= len(v.counted) || v.counted[h.slot] != h {
+		return
+	}
+	v.resizeLocked(h, 0)
+	last := v.counted[len(v.counted)-1]
+	v.counted[h.slot] = last
+	last.slot = h.slot
+	v.counted[len(v.counted)-1] = nil
+	v.counted = v.counted[:len(v.counted)-1]
+	h.slot = -1
+}
+
+// resizeLocked counts h's file as size bytes. Called with v.mu held.
+func (v *View) resizeLocked(h *handle, size int64) {
+	d := size - h.size
+	h.size = size
+	v.openBytes += d
+	h.n.openBytes.Add(d)
+}
+
+// grew notes that a write or fallocate through h made its file at
+// least end bytes long.
+func (v *View) grew(h *handle, end int64) {
+	v.mu.Lock()
+	if h.slot >= 0 && end > h.size {
+		v.resizeLocked(h, end)
+	}
+	v.mu.Unlock()
 }
 
 // reserve checks c against the blob and files caps and, when it fits,
@@ -169,6 +240,13 @@ func (v *View) hitCap(ctx context.Context, r journal.Record, cap string, errno s
 	if first {
 		v.capsHit = append(v.capsHit, cap)
 	}
+	if v.refused == nil {
+		v.refused = make(map[string]*capCount)
+	}
+	if v.refused[cap] == nil {
+		v.refused[cap] = &capCount{errno: result(errno)}
+	}
+	v.refused[cap].n++
 	v.mu.Unlock()
 	if first {
 		rec := journal.Record{Op: journal.OpCap, Path: r.Path, Path2: r.Path2, Name: cap, Result: result(errno)}
@@ -197,8 +275,8 @@ func (v *View) NoteCap(cap string, errno syscall.Errno) {
 // for c (ENOSPC, EDQUOT) and its entries reserved. A refusal is
 // journaled here (refuse, hitCap): the caller returns errno as it is.
 func (n *node) admit(ctx context.Context, rec journal.Record, c cost, paths ...string) (journal.Decision, syscall.Errno) {
-	if n.v.recordsFull() {
-		return journal.Denied, n.v.hitCap(ctx, rec, journal.CapRecords, syscall.ENOSPC)
+	if cap := n.v.journalFull(); cap != "" {
+		return journal.Denied, n.v.hitCap(ctx, rec, cap, syscall.ENOSPC)
 	}
 	d, errno := n.check(paths...)
 	if errno != 0 {
@@ -208,4 +286,31 @@ func (n *node) admit(ctx context.Context, rec journal.Record, c cost, paths ...s
 		return journal.Denied, n.v.hitCap(ctx, rec, cap, errno)
 	}
 	return d, 0
+}
+
+// capCount is how many operations a cap refused, and the errno of the
+// first.
+type capCount struct {
+	n     int64
+	errno string
+}
+
+// appendCapCounts appends, for each cap hit, a cap record with Flags
+// journal.CapCount whose Size is how many operations the cap refused
+// (the record of the first refusal comes when it happens). Called at
+// unmount, once no operation is refused any more.
+func (v *View) appendCapCounts() error {
+	v.mu.Lock()
+	recs := make([]journal.Record, 0, len(v.capsHit))
+	for _, c := range v.capsHit {
+		n := v.refused[c]
+		recs = append(recs, journal.Record{Op: journal.OpCap, Name: c, Flags: journal.CapCount, Size: n.n, Result: n.errno})
+	}
+	v.mu.Unlock()
+	for _, r := range recs {
+		if err := v.append(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -57,21 +57,44 @@ for i in range(n):
 print(json.dumps({"made": made, "errors": errs}))
 `
 
-// capRecords returns the journal's cap records.
+// capRecords returns the journal's cap records of first refusals.
 func capRecords(recs []journal.Record) []journal.Record {
 	var out []journal.Record
 	for _, r := range recs {
-		if r.Op == journal.OpCap {
+		if r.Op == journal.OpCap && !r.IsCapCount() {
 			out = append(out, r)
 		}
 	}
 	return out
 }
 
-// wantOneCap checks that the journal holds exactly one cap record, for
-// cap, with result errno.
+// capCount returns the refusals the journal's count record for cap
+// says, and -1 when there is not exactly one.
+func capCount(recs []journal.Record, cap string) int64 {
+	n, found := int64(-1), 0
+	for _, r := range recs {
+		if r.IsCapCount() && r.Name == cap {
+			n = r.Size
+			found++
+		}
+	}
+	if found != 1 {
+		return -1
+	}
+	return n
+}
+
+// wantOneCap checks that the journal holds exactly one cap record of a
+// first refusal, for cap, with result errno, and one count record for
+// it, after every other record but the unmount.
 func wantOneCap(t *testing.T, recs []journal.Record, cap, errno string) {
 	t.Helper()
+	if n := capCount(recs, cap); n < 1 {
+		t.Errorf("count record for cap %s: got %d refusals, want one record of at least 1", cap, n)
+	}
+	if len(recs) < 2 || !recs[len(recs)-2].IsCapCount() {
+		t.Errorf("the count record is not just before the unmount record")
+	}
 	caps := capRecords(recs)
 	if len(caps) != 1 || caps[0].Name != cap || caps[0].Result != errno {
 		t.Fatalf("got cap records %+v, want one for %s with result %s", caps, cap, errno)
@@ -198,8 +221,8 @@ func TestCapsRecords(t *testing.T) {
 	}
 	recs := v.finish() // the unmount record still follows; the journal verifies and replays
 	wantOneCap(t, recs, journal.CapRecords, "ENOSPC")
-	if last := recs[len(recs)-1]; last.Op != journal.OpUnmount || len(recs) != max+2 {
-		t.Errorf("journal: %d records ending in %s, want %d ending in unmount", len(recs), last.Op, max+2)
+	if last := recs[len(recs)-1]; last.Op != journal.OpUnmount || len(recs) != max+3 {
+		t.Errorf("journal: %d records ending in %s, want %d (the cap's count and the unmount after it) ending in unmount", len(recs), last.Op, max+3)
 	}
 }
 

@@ -110,7 +110,7 @@ func TestWaitingCaptureOrder(t *testing.T) {
 // mountInternal mounts a view of a new backing directory, which seed
 // (if not nil) fills first, with a policy that allows every path, and
 // returns it with its mountpoint, journal writer and journal path.
-func mountInternal(t *testing.T, mode Mode, seed func(backing string)) (*View, string, *journal.Writer, string) {
+func mountInternal(t testing.TB, mode Mode, seed func(backing string)) (*View, string, *journal.Writer, string) {
 	t.Helper()
 	testenv.Require(t, testenv.Root, testenv.FUSE)
 	tmp := t.TempDir()

@@ -128,8 +128,9 @@ func (h *handle) finish(ctx context.Context) {
 	h.closeOnce.Do(func() {
 		h.v.mu.Lock()
 		delete(h.v.open, h)
+		h.v.uncountLocked(h)
 		h.v.mu.Unlock()
-		h.LoopbackFile.Release(ctx)
+		h.v.closeFile(h.LoopbackFile)
 	})
 	w := &h.n.writers
 	w.mu.Lock()

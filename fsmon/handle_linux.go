@@ -35,7 +35,8 @@ func (h *readHandle) Release(ctx context.Context) syscall.Errno {
 		h.n.closeShared()
 		return 0
 	}
-	return h.LoopbackFile.Release(ctx)
+	h.n.v.closeFile(h.LoopbackFile)
+	return 0
 }
 
 // Ioctl is refused: forwarded to the backing descriptor, an ioctl such
@@ -69,6 +70,10 @@ type handle struct {
 	// counted what it added to the blob store: until then the file's
 	// size counts against the budget as pending (View.reserve).
 	stored bool
+	// size is the file's size last seen, slot the handle's index in
+	// View.counted, -1 when it is not there. Guarded by View.mu.
+	size int64
+	slot int
 
 	nameMu sync.Mutex
 	// lastName is the last path the file had in the tree: its path at
@@ -90,8 +95,13 @@ func (h *handle) setLastName(p string) {
 func (v *View) newHandle(lf *gofs.LoopbackFile, n *node, m ioMode, opened journal.Record) *handle {
 	h := &handle{LoopbackFile: lf, v: v, inode: n.EmbeddedInode(), n: n, mode: m, decision: opened.Decision, lastName: opened.Path}
 	h.pid, h.uid, h.comm = opened.PID, opened.UID, opened.Comm
+	var size int64
+	if fd, ok := lf.PassthroughFd(); ok {
+		size, _ = sizeOfFd(fd)()
+	}
 	v.mu.Lock()
 	v.open[h] = struct{}{}
+	v.countLocked(h, size)
 	v.mu.Unlock()
 	return h
 }
@@ -182,9 +192,9 @@ func (h *handle) record(ctx context.Context, r journal.Record, errno syscall.Err
 // through: any at the records cap (ENOSPC), one that grows the file
 // to end bytes past the blob budget (EFBIG).
 func (h *handle) capped(ctx context.Context, r journal.Record, end int64) syscall.Errno {
-	if h.v.recordsFull() {
+	if cap := h.v.journalFull(); cap != "" {
 		h.unnamed(&r)
-		return h.v.hitCap(ctx, r, journal.CapRecords, syscall.ENOSPC)
+		return h.v.hitCap(ctx, r, cap, syscall.ENOSPC)
 	}
 	fd, ok := h.LoopbackFile.PassthroughFd()
 	if ok && h.v.tooBig(end, h.inode, sizeOfFd(fd)) {
@@ -209,6 +219,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 		return 0, errno
 	}
 	n, errno := h.LoopbackFile.Write(ctx, data, off)
+	h.v.grew(h, off+int64(n))
 	h.record(ctx, journal.Record{Op: journal.OpWrite, Path: h.path(), Offset: off, Size: int64(n)}, errno)
 	return n, errno
 }
@@ -222,6 +233,7 @@ func (h *handle) Writev(ctx context.Context, data [][]byte, off int64) (uint32, 
 		return 0, errno
 	}
 	n, errno := h.LoopbackFile.Writev(ctx, data, off)
+	h.v.grew(h, off+int64(n))
 	h.record(ctx, journal.Record{Op: journal.OpWrite, Path: h.path(), Offset: off, Size: int64(n)}, errno)
 	return n, errno
 }
@@ -235,6 +247,9 @@ func (h *handle) Allocate(ctx context.Context, off uint64, size uint64, mode uin
 		return errno
 	}
 	errno := h.LoopbackFile.Allocate(ctx, off, size, mode)
+	if errno == 0 {
+		h.v.grew(h, end)
+	}
 	h.record(ctx, journal.Record{Op: journal.OpFallocate, Path: h.path(), Offset: int64(off), Size: int64(size), Mode: mode}, errno)
 	return errno
 }

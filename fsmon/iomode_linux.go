@@ -212,12 +212,12 @@ type sharedRead struct {
 
 // openShared returns the node's shared read-only backing file, opening
 // it if none is open, for a handle to use until closeShared.
-func (n *node) openShared() (*gofs.LoopbackFile, syscall.Errno) {
+func (n *node) openShared(ctx context.Context) (*gofs.LoopbackFile, syscall.Errno) {
 	s := &n.shared
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.file == nil {
-		f, errno := n.openFile(syscall.O_RDONLY)
+		f, errno := n.openFile(ctx, syscall.O_RDONLY)
 		if errno != 0 {
 			return nil, errno
 		}
@@ -246,7 +246,7 @@ func (n *node) dropSharedLocked() {
 	if n.shared.file == nil || n.shared.refs > 0 {
 		return
 	}
-	n.shared.file.Release(context.Background())
+	n.v.closeFile(n.shared.file)
 	n.shared.file = nil
 	n.v.sharedClosed(n)
 }

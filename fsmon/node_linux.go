@@ -36,6 +36,9 @@ type node struct {
 	// waitingBytes is their size (View.waiting).
 	writers      writers
 	waitingBytes atomic.Int64
+	// openBytes is the sum of the sizes counted for the node's handles
+	// open for writing (View.openBytes).
+	openBytes atomic.Int64
 	// capsUnset is set when the file is known to have no
 	// security.capability xattr: the view created it, and set no xattr
 	// on it since. The kernel asks for that xattr before the first
@@ -133,8 +136,8 @@ func (n *node) record(ctx context.Context, r journal.Record, errno syscall.Errno
 // refuse journals r as denied with errno and returns errno. At the
 // records cap nothing more is journaled: the refusal is ENOSPC (hitCap).
 func (n *node) refuse(ctx context.Context, r journal.Record, errno syscall.Errno) syscall.Errno {
-	if n.v.recordsFull() {
-		return n.v.hitCap(ctx, r, journal.CapRecords, syscall.ENOSPC)
+	if cap := n.v.journalFull(); cap != "" {
+		return n.v.hitCap(ctx, r, cap, syscall.ENOSPC)
 	}
 	r.Decision = journal.Denied
 	n.record(ctx, r, errno)
@@ -189,7 +192,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 			errno = exactMode(&out.Attr, mode, func(m uint32) error { return unix.Fchmod(fd, m) })
 		}
 		if errno != 0 {
-			fh.Release(ctx)
+			n.v.closeFile(fh)
 			n.unlinkAt(rec.Path, 0)
 		}
 	}
@@ -217,14 +220,14 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if !writing {
 		mode, fl := n.openRead()
 		if mode == viaCache {
-			fh, errno := n.openShared()
+			fh, errno := n.openShared(ctx)
 			if errno != 0 {
 				n.closed(mode)
 				return nil, 0, errno
 			}
 			return &cachedRead{readHandle: &readHandle{LoopbackFile: fh, n: n, mode: mode}}, fl, 0
 		}
-		fh, errno := n.openFile(flags)
+		fh, errno := n.openFile(ctx, flags)
 		if errno != 0 {
 			n.closed(mode)
 			return nil, 0, errno
@@ -238,7 +241,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	}
 	n.beginWrite()
 	mode, fl := n.openWrite()
-	fh, errno := n.openFile(flags)
+	fh, errno := n.openFile(ctx, flags)
 	rec.Decision = d
 	rec = n.record(ctx, rec, errno)
 	if errno != 0 {
@@ -572,8 +575,8 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	if len(recs) == 0 {
 		return n.setattr(ctx, f, in, out)
 	}
-	if n.v.recordsFull() {
-		return n.v.hitCap(ctx, recs[0], journal.CapRecords, syscall.ENOSPC)
+	if cap := n.v.journalFull(); cap != "" {
+		return n.v.hitCap(ctx, recs[0], cap, syscall.ENOSPC)
 	}
 	var (
 		d     journal.Decision
@@ -709,8 +712,8 @@ func (n *node) CopyFileRange(ctx context.Context, fhIn gofs.FileHandle, offIn ui
 		if errno != 0 {
 			return 0, n.refuse(ctx, rec, errno)
 		}
-		if n.v.recordsFull() {
-			return 0, n.v.hitCap(ctx, rec, journal.CapRecords, syscall.ENOSPC)
+		if cap := n.v.journalFull(); cap != "" {
+			return 0, n.v.hitCap(ctx, rec, cap, syscall.ENOSPC)
 		}
 	} else if d, errno = n.admit(ctx, rec, cost{}, outPath); errno != 0 {
 		return 0, errno

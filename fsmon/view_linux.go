@@ -66,7 +66,16 @@ type Config struct {
 	// most BlobFactor times as many bytes of content as blobs (see
 	// "Caps" in the package doc). Default DefaultStorageBytes.
 	StorageBytes int64
-	Logger       *slog.Logger
+	// MaxOpenFiles bounds the backing descriptors the view holds
+	// (one per file the agent holds open, a shared one per file read
+	// through the page cache): an open past it fails with EMFILE.
+	// Default DefaultMaxOpenFiles().
+	MaxOpenFiles int
+	// MaxJournalBytes caps the journal's size: once it holds that many
+	// bytes, every mutating operation fails with ENOSPC, as at
+	// MaxRecords. Default DefaultMaxJournalBytes.
+	MaxJournalBytes int64
+	Logger          *slog.Logger
 }
 
 // The caps' defaults (see "Caps" in the package doc).
@@ -74,6 +83,9 @@ const (
 	DefaultMaxFiles     = 100_000
 	DefaultMaxRecords   = 1_000_000
 	DefaultStorageBytes = 1 << 30
+	// DefaultMaxJournalBytes is 256 MiB of journal lines: room for the
+	// records of DefaultMaxFiles creates and their releases.
+	DefaultMaxJournalBytes = 256 << 20
 	// BlobFactor times Config.StorageBytes is the blob budget: room
 	// for the initial and the final tree and content captured in
 	// between.
@@ -122,6 +134,8 @@ type View struct {
 	// shared counts the nodes' shared read-only backing files
 	// (iomode_linux.go).
 	shared sharedFiles
+	// fds is every backing descriptor the view holds (files_linux.go).
+	fds openFiles
 
 	// blobs is the journal's blob store, counting what the view adds.
 	blobs *journal.Blobs
@@ -132,6 +146,15 @@ type View struct {
 	// open holds every file handle open for writing, for capture at
 	// unmount.
 	open map[*handle]struct{}
+	// counted lists the handles of open whose content is not stored
+	// yet, each with the size last seen (handle.size); openBytes is
+	// the sum. A budget check refreshes sizeRefresh of them in turn,
+	// from refreshAt (caps_linux.go), never all.
+	counted   []*handle
+	openBytes int64
+	refreshAt int
+	// sizeChecks counts the sizes asked by budget checks (tests).
+	sizeChecks int64
 	// waiting holds the handles released whose capture waits
 	// (capture_linux.go), with their size at the release;
 	// waitingBytes is the sum.
@@ -142,6 +165,8 @@ type View struct {
 	files        int64 // entries of the tree, reserved ones included
 	blobBytes    int64 // bytes of the blobs the view added
 	capsHit      []string
+	// refused counts the operations each cap of capsHit refused.
+	refused map[string]*capCount
 	unmounted    bool
 	err          error // first journal error; the view refuses writes after it
 	// The trees at mount and at unmount, for the changeset.
@@ -184,6 +209,12 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 	if cfg.StorageBytes <= 0 {
 		cfg.StorageBytes = DefaultStorageBytes
 	}
+	if cfg.MaxOpenFiles <= 0 {
+		cfg.MaxOpenFiles = DefaultMaxOpenFiles()
+	}
+	if cfg.MaxJournalBytes <= 0 {
+		cfg.MaxJournalBytes = DefaultMaxJournalBytes
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -208,7 +239,9 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 
 	v := &View{cfg: cfg, backing: backing, backingReal: backingReal, open: map[*handle]struct{}{}, waiting: map[*handle]int64{}, log: cfg.Logger.With("component", "fsmon", "mountpoint", mnt)}
 	v.maxBlobBytes = BlobFactor * cfg.StorageBytes
-	v.shared.max = maxSharedFiles()
+	// Shared files kept with no handle take at most a quarter of the
+	// view's descriptors.
+	v.shared.max = min(maxSharedFiles(), cfg.MaxOpenFiles/4)
 	v.blobs = &journal.Blobs{Dir: cfg.Journal.Blobs().Dir, Added: v.blobAdded}
 	initial, err := journal.SnapshotTree(backing, v.blobs)
 	if err != nil {
@@ -445,10 +478,16 @@ func (v *View) Unmount(ctx context.Context) error {
 	} else {
 		v.rootFile.Close()
 	}
+	// No request is served any more (or, detached, none that matters):
+	// the descriptors of files whose RELEASE the kernel dropped with
+	// the mount are closed here, not by the garbage collector.
+	v.closeAll()
 	final, err := journal.SnapshotTree(v.backing, v.blobs)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("unable to snapshot the final tree: %w", err))
 	} else if err := v.setFinal(final); err != nil {
+		errs = append(errs, err)
+	} else if err := v.appendCapCounts(); err != nil {
 		errs = append(errs, err)
 	} else if err := v.append(journal.Record{Op: journal.OpUnmount, Result: "ok", SHA256: final.ManifestHash()}); err != nil {
 		errs = append(errs, err)

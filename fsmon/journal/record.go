@@ -37,11 +37,14 @@ const (
 	// unmount record may follow it.
 	OpInterrupted Op = "interrupted"
 	// OpCap says that the view refused an operation because it hit one
-	// of its caps (Name: CapFiles, CapRecords or CapBlobBytes), once per
-	// cap: Path is the refused operation's path, Result its errno
-	// (EDQUOT, ENOSPC or EFBIG). Name CapStorage says that the disk
-	// holding the workspace was full (no Path: the write that failed
-	// went past the view). It changes nothing.
+	// of its caps (Name: CapFiles, CapRecords, CapJournalBytes,
+	// CapBlobBytes or CapOpenFiles), once per cap: Path is the refused
+	// operation's path, Result its errno (EDQUOT, ENOSPC, EFBIG or
+	// EMFILE). Name CapStorage says that the disk holding the workspace
+	// was full (no Path: the write that failed went past the view).
+	// Before the unmount record, each cap hit has a second cap record
+	// with Flags CapCount whose Size is how many operations it refused
+	// (IsCapCount). It changes nothing.
 	OpCap     Op = "cap"
 	OpUnmount Op = "unmount"
 )
@@ -55,13 +58,27 @@ const (
 	// file system holding the backing directory was full when the agent
 	// ended, so writes into it failed with ENOSPC.
 	CapStorage = "storage"
+	// CapJournalBytes is the journal's size in bytes: past it mutating
+	// operations are ENOSPC, as at CapRecords.
+	CapJournalBytes = "journal_bytes"
+	// CapOpenFiles is the backing descriptors the view may hold: an
+	// open past it is EMFILE.
+	CapOpenFiles = "open_files"
 )
+
+// CapCount is the Flags of the cap record that counts a cap's
+// refusals (in Size), appended at unmount.
+const CapCount = 1
+
+// IsCapCount reports whether r is the cap record that counts a cap's
+// refusals.
+func (r Record) IsCapCount() bool { return r.Op == OpCap && r.Flags == CapCount }
 
 // CapsOf lists the caps the OpCap records of recs name, in order.
 func CapsOf(recs []Record) []string {
 	var caps []string
 	for _, r := range recs {
-		if r.Op == OpCap {
+		if r.Op == OpCap && !r.IsCapCount() {
 			caps = append(caps, r.Name)
 		}
 	}

@@ -103,8 +103,8 @@ func (v *verifier) check(recs []Record, i int) string {
 		return "unmount record is not the last"
 	case r.Op == OpInterrupted && v.interrupted:
 		return "a second interrupted record"
-	case v.interrupted && r.Op != OpRelease && r.Op != OpUnmount:
-		return fmt.Sprintf("a %s record after the interrupted record (only releases and the unmount may follow it)", r.Op)
+	case v.interrupted && r.Op != OpRelease && r.Op != OpUnmount && !r.IsCapCount():
+		return fmt.Sprintf("a %s record after the interrupted record (only releases, cap counts and the unmount may follow it)", r.Op)
 	case r.Result == "":
 		return "no result"
 	case r.Decision == Denied && r.Result == "ok" && r.Op != OpRelease:

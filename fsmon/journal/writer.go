@@ -139,6 +139,7 @@ type Writer struct {
 	buf   []byte // line scratch space
 	last  Record
 	dirty bool  // records appended since the last batch
+	size  int64 // bytes of the journal, buffered lines included
 	err   error // sticky: the first write or sync error, or ErrClosed
 }
 
@@ -171,6 +172,9 @@ func newWriter(path string, f *os.File, last Record, interval time.Duration) *Wr
 		last:    last,
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
+	}
+	if st, err := f.Stat(); err == nil {
+		w.size = st.Size()
 	}
 	if interval <= 0 {
 		close(w.stopped)
@@ -266,7 +270,16 @@ func (w *Writer) Append(r Record) (Record, error) {
 	}
 	w.last = r
 	w.dirty = true
+	w.size += int64(len(b))
 	return r, nil
+}
+
+// Size returns the journal's size in bytes, the lines not yet written
+// to the file included.
+func (w *Writer) Size() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.size
 }
 
 // Last returns the last record appended (the zero Record before the
