@@ -173,6 +173,20 @@
 //     releases of files still open, an interrupted record and the
 //     unmount record, so the journal stays complete. Operations
 //     already admitted when the cap is reached still add their records.
+//   - journal bytes (MaxJournalBytes, 256 MiB): the journal's size, as
+//     the records cap but in bytes (a record holds whole paths, up to
+//     two of 4 KiB each): past it every mutating operation fails with
+//     ENOSPC. What may still follow is the record of each operation
+//     admitted just under it, the releases of files still open (at
+//     most open files of them), the cap records and the unmount
+//     record.
+//   - open files (MaxOpenFiles, DefaultMaxOpenFiles: three quarters of
+//     RLIMIT_NOFILE over SharedViews (16) views, at least 256): the
+//     backing descriptors the view holds, one per file the agent holds
+//     open and one per file read through the page cache. An open or
+//     create past it fails with EMFILE, so one attempt cannot take the
+//     descriptors benchd and its neighbours' views need. Shared
+//     read-only files kept with no handle take at most a quarter of it.
 //   - blob bytes (BlobFactor times StorageBytes: 4 GiB): the bytes of
 //     content the view adds to the blob store (a blob stored before
 //     costs nothing; sizes are counted with their holes). Once they are
@@ -186,12 +200,30 @@
 //     complete), so the store may pass the budget by what files open
 //     at that moment hold.
 //
+// The content of files open for writing counts against the blob budget
+// as pending, with the size the view last saw: at open, after each
+// write and fallocate through the view, and refreshed for four handles
+// in turn at each budget check. A check costs the same whatever the
+// number of files held open (no scan of them under the view's lock),
+// and growth behind the view (passthrough writes) is seen within a
+// quarter as many checks as files are held open.
+//
 // The first refusal by each cap is journaled as a cap record
 // (journal.OpCap) naming the cap, the refused operation's path, the
 // caller and the errno; later refusals by the same cap are not
 // journaled, so a program retrying at a cap cannot grow the journal.
-// Stats.Caps lists the caps hit; benchd fails such an attempt with the
-// reason workspace_cap.
+// At unmount, before the unmount record, each cap hit gets a second cap
+// record with Flags journal.CapCount whose Size is how many operations
+// it refused. Stats.Caps lists the caps hit; benchd fails such an
+// attempt with the reason workspace_cap.
+//
+// Every backing descriptor the view opens is registered until it is
+// closed. The kernel drops the RELEASE requests still queued when the
+// mount goes, so Unmount, once the serve loop has ended, closes every
+// descriptor still registered: when it returns the view holds no
+// descriptor, no mount and no goroutine (but for a view that was busy
+// and detached lazily, whose serve loop ends when the last process
+// using it goes).
 //
 // # POSIX conformance (pjdfstest)
 //

@@ -166,9 +166,9 @@ type View struct {
 	blobBytes    int64 // bytes of the blobs the view added
 	capsHit      []string
 	// refused counts the operations each cap of capsHit refused.
-	refused map[string]*capCount
-	unmounted    bool
-	err          error // first journal error; the view refuses writes after it
+	refused   map[string]*capCount
+	unmounted bool
+	err       error // first journal error; the view refuses writes after it
 	// The trees at mount and at unmount, for the changeset.
 	initial, final journal.Tree
 }

@@ -86,7 +86,12 @@ type Config struct {
 	// size of its attempts instead of WorkspaceStorage; either is also
 	// the size of the attempt's disk.
 	WorkspaceFiles, WorkspaceRecords, WorkspaceStorage int64
-	Logger                                             *slog.Logger
+	// WorkspaceOpenFiles bounds the descriptors an attempt's view may
+	// hold, WorkspaceJournalBytes its journal's size; 0 means fsmon's
+	// defaults (fsmon.Config).
+	WorkspaceOpenFiles    int
+	WorkspaceJournalBytes int64
+	Logger                *slog.Logger
 
 	// noDisk keeps the backing directory in the state directory, without
 	// a disk of its own: for measuring what the disk costs.
@@ -415,7 +420,8 @@ func (at *attempt) mount(ctx context.Context) error {
 		return fmt.Errorf("unable to make the mountpoint: %w", err)
 	}
 	view, err := fsmon.Mount(ctx, fsmon.Config{Backing: at.out.FinalDir, Mountpoint: at.mnt, Journal: w, Policy: at.task.Policy, Logger: at.log,
-		MaxFiles: at.e.cfg.WorkspaceFiles, MaxRecords: at.e.cfg.WorkspaceRecords, StorageBytes: at.e.storageBytes(at.task)})
+		MaxFiles: at.e.cfg.WorkspaceFiles, MaxRecords: at.e.cfg.WorkspaceRecords, StorageBytes: at.e.storageBytes(at.task),
+		MaxOpenFiles: at.e.cfg.WorkspaceOpenFiles, MaxJournalBytes: at.e.cfg.WorkspaceJournalBytes})
 	if err != nil {
 		// Nothing ran in it: a journal of the initial tree alone, never
 		// sealed, would only mislead start-up recovery.

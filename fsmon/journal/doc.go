@@ -32,12 +32,15 @@
 // removed while it was open has an empty Path and the last name the file
 // had in Target (see "Replay"). A cap record (op "cap") says that the
 // view refused an operation at one of its caps: Name is the cap
-// (CapFiles, CapRecords or CapBlobBytes), Path and Path2 the refused
-// operation's paths, Result its errno (EDQUOT, ENOSPC or EFBIG); there
-// is at most one per cap. An interrupted record says, in Name, why
+// (CapFiles, CapRecords, CapJournalBytes, CapBlobBytes or
+// CapOpenFiles), Path and Path2 the refused operation's paths, Result
+// its errno (EDQUOT, ENOSPC, EFBIG or EMFILE); there is at most one per
+// cap for its first refusal, and one more before the unmount record
+// with Flags CapCount whose Size counts the cap's refusals
+// (Record.IsCapCount). An interrupted record says, in Name, why
 // the attempt ended before its end (canceled, out of time, benchd
-// stopped or died); only releases of files still open and the unmount
-// record may follow it. Mode is the permission
+// stopped or died); only releases of files still open, cap counts and
+// the unmount record may follow it. Mode is the permission
 // the object got for create, mkdir and mknod (after the umask: replay
 // takes it as the new object's mode), and the new one for chmod; mknod's
 // Mode carries the file type bits too (S_IFREG for a regular file).
