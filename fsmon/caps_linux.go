@@ -63,8 +63,7 @@ func (v *View) waits(h *handle, size int64) {
 	if h.stored {
 		return
 	}
-	delete(v.open, h)
-	v.uncountLocked(h)
+	v.closedLocked(h)
 	v.waiting[h] = size
 	v.waitingBytes += size
 	h.n.waitingBytes.Add(size)
@@ -121,6 +120,14 @@ func (v *View) countLocked(h *handle, size int64) {
 	v.counted = append(v.counted, h)
 	h.size = 0
 	v.resizeLocked(h, size)
+}
+
+// closedLocked takes h out of the handles open for writing and of the
+// pending content. Called with v.mu held.
+func (v *View) closedLocked(h *handle) {
+	delete(v.open, h)
+	delete(h.n.open, h)
+	v.uncountLocked(h)
 }
 
 // uncountLocked takes h out of the pending content, if it is there.

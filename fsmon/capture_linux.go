@@ -127,8 +127,7 @@ func (h *handle) finish(ctx context.Context) {
 	h.capture(ctx, false)
 	h.closeOnce.Do(func() {
 		h.v.mu.Lock()
-		delete(h.v.open, h)
-		h.v.uncountLocked(h)
+		h.v.closedLocked(h)
 		h.v.mu.Unlock()
 		h.v.closeFile(h.LoopbackFile)
 	})

@@ -101,6 +101,10 @@ func (v *View) newHandle(lf *gofs.LoopbackFile, n *node, m ioMode, opened journa
 	}
 	v.mu.Lock()
 	v.open[h] = struct{}{}
+	if n.open == nil {
+		n.open = make(map[*handle]struct{})
+	}
+	n.open[h] = struct{}{}
 	v.countLocked(h, size)
 	v.mu.Unlock()
 	return h

@@ -39,6 +39,9 @@ type node struct {
 	// openBytes is the sum of the sizes counted for the node's handles
 	// open for writing (View.openBytes).
 	openBytes atomic.Int64
+	// open holds the node's handles of View.open, under View.mu: an
+	// unlink visits them, not every handle of the view.
+	open map[*handle]struct{}
 	// capsUnset is set when the file is known to have no
 	// security.capability xattr: the view created it, and set no xattr
 	// on it since. The kernel asks for that xattr before the first
@@ -400,10 +403,8 @@ func (v *View) unlinked(in *gofs.Inode, p string) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for h := range v.open {
-		if h.inode == in {
-			h.setLastName(p)
-		}
+	for h := range in.Operations().(*node).open {
+		h.setLastName(p)
 	}
 }
 
