@@ -132,6 +132,9 @@ func TestOpenFilesFlood(t *testing.T) {
 	if h.held != bound || h.errs["EMFILE"] != flood-bound || len(h.errs) != 1 {
 		t.Fatalf("flooder: got %d held, errors %v; want %d held and %d EMFILE", h.held, h.errs, bound, flood-bound)
 	}
+	if got := a.v.Stats().OpenFiles; got != bound {
+		t.Errorf("flooded view's Stats.OpenFiles: got %d, want %d", got, bound)
+	}
 	during := fdCount(t)
 	// Each view: its bound, its root, its /dev/fuse and its journal.
 	if extra := during - base; extra > bound+16 {
@@ -199,6 +202,9 @@ func TestEndLeavesNothing(t *testing.T) {
 			t.Logf("descriptors: baseline %d, %d files held %d, after the end %d", base, n, during, after)
 			if during < base+n {
 				t.Errorf("descriptors while held: got %d, want at least %d (one per file)", during, base+n)
+			}
+			if held := v.v.Stats().OpenFiles; held != 0 {
+				t.Errorf("Stats.OpenFiles after the view ended: got %d, want 0", held)
 			}
 			if after > base {
 				t.Errorf("descriptors after the view ended: got %d, want at most the baseline %d", after, base)

@@ -48,7 +48,7 @@ const SharedViews = 16
 
 // takeFile reserves a backing descriptor for an open of rel; past the
 // bound the open is refused with EMFILE (hitCap). A reservation ends
-// with holdFile (opened) or dropFile (failed).
+// with holdFile: of the file opened, or of nil when the open failed.
 func (v *View) takeFile(ctx context.Context, rel string) syscall.Errno {
 	f := &v.fds
 	f.mu.Lock()
@@ -108,7 +108,8 @@ func (v *View) closeAll() {
 	}
 }
 
-// openFilesHeld is how many backing descriptors the view holds.
+// openFilesHeld is how many backing descriptors the view holds (or is
+// opening).
 func (v *View) openFilesHeld() int {
 	v.fds.mu.Lock()
 	defer v.fds.mu.Unlock()

@@ -181,6 +181,7 @@ type Stats struct {
 	Files     int64    // entries the tree holds
 	BlobBytes int64    // bytes of content the view stored as blobs
 	Caps      []string // the caps hit (journal.CapFiles, ...), in order; each has one cap record
+	OpenFiles int      // backing descriptors the view holds now (Config.MaxOpenFiles)
 }
 
 // Mount snapshots the backing directory into the journal (record 1),
@@ -436,9 +437,10 @@ func IsMountpoint(dir string) (bool, error) {
 // the releases the view has received.
 func (v *View) Stats() Stats {
 	v.flushAll()
+	held := v.openFilesHeld()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return Stats{Records: v.records, Edits: v.counts.Edits, Denied: v.counts.Denied, Files: v.files, BlobBytes: v.blobBytes, Caps: append([]string(nil), v.capsHit...)}
+	return Stats{Records: v.records, Edits: v.counts.Edits, Denied: v.counts.Denied, Files: v.files, BlobBytes: v.blobBytes, Caps: append([]string(nil), v.capsHit...), OpenFiles: held}
 }
 
 // Backing returns the backing directory.
