@@ -136,7 +136,7 @@ func TestSyscallFilter(t *testing.T) {
 		{"listmount", "ENOSYS", true},
 		{"nr_1000", "ENOSYS", false},
 		{"vsock", "EAFNOSUPPORT", false}, // the host has it only with the vsock module
-		{"packet", "EAFNOSUPPORT", true},   // the host: EPERM, no CAP_NET_RAW
+		{"packet", "EAFNOSUPPORT", true}, // the host: EPERM, no CAP_NET_RAW
 		{"netlink_uevent", "EPROTONOSUPPORT", true},
 		{"netlink_route", "ok", false},
 		{"inet6", "ok", false},
