@@ -61,8 +61,12 @@ type Config struct {
 	StateDir string
 	// TasksDir is the task store; it is masked in every sandbox.
 	TasksDir string
-	// AgentUID and AgentGID run agents and graders; default
-	// DefaultAgentID.
+	// UIDs, when set, gives each attempt's agent a uid of its own, and
+	// each grading another, for as long as they run (gid the same
+	// number), so that the kernel's per-user allowances are per attempt
+	// ("Uids" in docs/security.md). Without it, AgentUID and AgentGID
+	// run every agent and grader; default DefaultAgentID.
+	UIDs               *sandbox.UIDPool
 	AgentUID, AgentGID int
 	// CgroupParent is where attempt cgroups are made (see
 	// limits.Config.Parent); empty means benchd's own cgroup.
@@ -218,18 +222,19 @@ type attempt struct {
 	timeout time.Duration
 
 	// Made by the steps.
-	dir     string          // the attempt's work directory
-	out     Outcome         // what Run returns
-	a       apitype.Attempt // the record being filled in
-	w       *journal.Writer
-	closeW  func() error // seals the journal, once
-	mnt     string
-	view    *fsmon.View
-	job     *confine.Job
-	model   *modelGateways // the HTTP gateways, nil without
-	res     confine.Result
-	cs      journal.Changeset
-	netMode netns.Mode
+	uid, gid int             // the agent's credentials (acquireUID)
+	dir      string          // the attempt's work directory
+	out      Outcome         // what Run returns
+	a        apitype.Attempt // the record being filled in
+	w        *journal.Writer
+	closeW   func() error // seals the journal, once
+	mnt      string
+	view     *fsmon.View
+	job      *confine.Job
+	model    *modelGateways // the HTTP gateways, nil without
+	res      confine.Result
+	cs       journal.Changeset
+	netMode  netns.Mode
 
 	phase      string
 	phaseStart time.Time
@@ -369,6 +374,10 @@ func (at *attempt) probe(ctx context.Context) error {
 // final tree from it): its undo is the stack's last.
 func (at *attempt) prepare(ctx context.Context) error {
 	at.enter(apitype.PhasePrepare)
+	var err error
+	if at.uid, at.gid, err = at.e.acquireUID(at.undos); err != nil {
+		return err
+	}
 	if err := os.Mkdir(at.dir, 0o700); errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%w: %s", ErrConflict, at.dir)
 	} else if err != nil {
@@ -391,7 +400,23 @@ func (at *attempt) prepare(ctx context.Context) error {
 			return fmt.Errorf("unable to prepare the attempt disk: %w", err)
 		}
 	}
-	return prepareBacking(at.task, at.out.FinalDir, at.ag.builtin, at.e.cfg.AgentUID, at.e.cfg.AgentGID)
+	return prepareBacking(at.task, at.out.FinalDir, at.ag.builtin, at.uid, at.gid)
+}
+
+// acquireUID takes the uid and gid an agent or grading runs as, from
+// the pool when there is one; the release goes on undos, so the uid is
+// free again only after everything pushed later (the job, whose end
+// kills every process of the uid) is undone.
+func (e *Engine) acquireUID(undos *undo.Stack) (uid, gid int, err error) {
+	if e.cfg.UIDs == nil {
+		return e.cfg.AgentUID, e.cfg.AgentGID, nil
+	}
+	uid, release, err := e.cfg.UIDs.Acquire()
+	if err != nil {
+		return 0, 0, err
+	}
+	undos.Push("release uid", func() error { release(); return nil })
+	return uid, uid, nil
 }
 
 // mount: the journaled view of the backing dir. Its undo seals a
@@ -472,8 +497,8 @@ func (at *attempt) confine(ctx context.Context) error {
 		Workspace: at.mnt,
 		// The backing dir lies in the state dir and is masked with it.
 		Mask:         []string{e.cfg.StateDir, e.cfg.TasksDir},
-		UID:          e.cfg.AgentUID,
-		GID:          e.cfg.AgentGID,
+		UID:          at.uid,
+		GID:          at.gid,
 		Hostname:     agentHostname,
 		Timeout:      at.timeout,
 		MemoryMax:    int64(at.task.MemoryMB) << 20,
@@ -690,8 +715,14 @@ func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt,
 	if err := os.Chmod(scratch, 0o711); err != nil {
 		return apitype.Verdict{}, err
 	}
+	// The grading's uid is not its agent's: what the agent's code left
+	// running or queued is counted against a uid the grader does not use.
+	uid, gid, err := e.acquireUID(undos)
+	if err != nil {
+		return apitype.Verdict{}, err
+	}
 	runner := ConfinedGraderRunner(GraderRunnerConfig{
-		UID: e.cfg.AgentUID, GID: e.cfg.AgentGID,
+		UID: uid, GID: gid,
 		ScratchRoot:  scratch,
 		MemoryMax:    int64(task.MemoryMB) << 20,
 		Mask:         []string{e.cfg.StateDir, e.cfg.TasksDir},
