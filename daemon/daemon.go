@@ -407,6 +407,9 @@ func prepareState(ctx context.Context, cfg *Config, log *slog.Logger) (io.Closer
 			lock.Close()
 		}
 	}()
+	if err := secureState(cfg, log); err != nil {
+		return nil, err
+	}
 	// On a cgroup v2 host benchd's own group cannot hold both benchd and
 	// the groups of its attempts: move into a leaf (limits.Delegate).
 	deleg, err := limits.Delegate(ctx, limits.DelegateConfig{Parent: cfg.CgroupParent, Logger: cfg.Logger})
