@@ -625,7 +625,7 @@ func (at *attempt) upstream(ctx context.Context) error {
 // grade: the final tree graded (Engine.grade), the verdict in the record.
 func (at *attempt) grade(ctx context.Context) error {
 	at.enter(apitype.PhaseGrade)
-	v, err := at.e.grade(ctx, at.task, at.a, at.out.Caps, at.out.FinalDir, filepath.Dir(at.out.FinalDir), at.out.StdoutPath, at.cs, at.undos)
+	v, err := at.e.grade(ctx, at.task, at.a, at.out.Caps, at.out.FinalDir, filepath.Dir(at.out.FinalDir), at.out.StdoutPath, at.cs, at.undos, at.uid, at.gid)
 	if err != nil {
 		return err
 	}
@@ -688,7 +688,7 @@ func (at *attempt) watch(job *confine.Job, view *fsmon.View) (stop func()) {
 // grade grades a copy of the final tree (plan.md left out) with the
 // confined grader runner, and composes the verdict; caps are the view's
 // caps the attempt hit.
-func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt, caps []string, finalDir, workParent, stdoutPath string, cs journal.Changeset, undos *undo.Stack) (apitype.Verdict, error) {
+func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt, caps []string, finalDir, workParent, stdoutPath string, cs journal.Changeset, undos *undo.Stack, worldUID, worldGID int) (apitype.Verdict, error) {
 	work, err := os.MkdirTemp(workParent, gradePrefix)
 	if err != nil {
 		return apitype.Verdict{}, fmt.Errorf("unable to make the grading dir: %w", err)
@@ -715,14 +715,15 @@ func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt,
 	if err := os.Chmod(scratch, 0o711); err != nil {
 		return apitype.Verdict{}, err
 	}
-	// The grading's uid is not its agent's: what the agent's code left
-	// running or queued is counted against a uid the grader does not use.
+	// The grader's own commands run as a uid of the grading's, apart
+	// from the agent's; the agent's code, in its world, as the uid it ran
+	// as (the attempt still holds it, and none of its processes lives).
 	uid, gid, err := e.acquireUID(undos)
 	if err != nil {
 		return apitype.Verdict{}, err
 	}
 	runner := ConfinedGraderRunner(GraderRunnerConfig{
-		UID: uid, GID: gid,
+		UID: uid, GID: gid, WorldUID: worldUID, WorldGID: worldGID,
 		ScratchRoot:  scratch,
 		MemoryMax:    int64(task.MemoryMB) << 20,
 		Mask:         []string{e.cfg.StateDir, e.cfg.TasksDir},
@@ -804,7 +805,8 @@ func (e *Engine) Regrade(ctx context.Context, task *tasks.Task, a apitype.Attemp
 			}
 		}
 	}
-	return e.grade(ctx, task, a, caps, finalDir, workParent, stdout, cs, &undos)
+	// The agent's uid went with its attempt: its code runs as another.
+	return e.grade(ctx, task, a, caps, finalDir, workParent, stdout, cs, &undos, 0, 0)
 }
 
 // apiVerdict is the graders' verdict on the wire. Grade decides it,
