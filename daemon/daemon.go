@@ -23,6 +23,7 @@ import (
 	"benchd.dev/daemon/store"
 	"benchd.dev/limits"
 	"benchd.dev/modelgw"
+	"benchd.dev/sandbox"
 )
 
 // Config configures Run.
@@ -46,8 +47,10 @@ type Config struct {
 	// Default DefaultMaxQueued.
 	MaxQueued int
 	// AgentUID and AgentGID are the credentials agents run with; both
-	// must be non-zero.
+	// must be non-zero. With UIDs set, each attempt and each grading
+	// takes a uid of its own from it instead (runs.Config.UIDs).
 	AgentUID, AgentGID int
+	UIDs               *sandbox.UIDPool
 	// Group names the group whose members may use the API (root always
 	// may); default DefaultGroup.
 	Group string
@@ -275,6 +278,7 @@ func Run(ctx context.Context, cfg Config) error {
 		TasksDir:     cfg.TasksDir,
 		AgentUID:     cfg.AgentUID,
 		AgentGID:     cfg.AgentGID,
+		UIDs:         cfg.UIDs,
 		CgroupParent: cfg.CgroupParent,
 		Logger:       cfg.Logger,
 	})
@@ -403,6 +407,9 @@ func prepareState(ctx context.Context, cfg *Config, log *slog.Logger) (io.Closer
 			lock.Close()
 		}
 	}()
+	if err := secureState(cfg, log); err != nil {
+		return nil, err
+	}
 	// On a cgroup v2 host benchd's own group cannot hold both benchd and
 	// the groups of its attempts: move into a leaf (limits.Delegate).
 	deleg, err := limits.Delegate(ctx, limits.DelegateConfig{Parent: cfg.CgroupParent, Logger: cfg.Logger})

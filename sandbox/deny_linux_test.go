@@ -48,6 +48,15 @@ probes = {
     "personality": lambda: sc(135, 0x0040000),
     "personality_query": lambda: sc(135, 0xffffffff),
     "x32_getpid": lambda: sc(0x40000000 | 39),
+    "open_tree_attr": lambda: sc(467, -100, b"/", 0, 0, 0),
+    "statmount": lambda: sc(457, 0, buf, 256, 0),
+    "listmount": lambda: sc(458, 0, buf, 32, 0),
+    "nr_1000": lambda: sc(1000),
+    "vsock": lambda: sc(41, 40, 1, 0),
+    "packet": lambda: sc(41, 17, 3, 0),
+    "netlink_uevent": lambda: sc(41, 16, 2, 15),
+    "netlink_route": lambda: sc(41, 16, 2, 0),
+    "inet6": lambda: sc(41, 10, 1, 0),
     "unshare_cmd": lambda: "exit %d" % subprocess.run(["unshare", "-Ur", "true"], capture_output=True).returncode,
     "fork_exec": lambda: "exit %d" % subprocess.run(["true"]).returncode,
     "threads": lambda: (__import__("threading").Thread(target=lambda: None).start(), "ok")[1],
@@ -83,7 +92,9 @@ func asNobody(t *testing.T, dir, prog string, args ...string) string {
 }
 
 // TestSyscallFilter: each call the filter refuses, tried by a hostile
-// program, answers EPERM (clone3 ENOSYS) in the sandbox, where on the
+// program, answers EPERM (clone3 and calls off the allow list ENOSYS, a
+// socket family or netlink protocol off its list EAFNOSUPPORT or
+// EPROTONOSUPPORT) in the sandbox, where on the
 // host the same program, as the same uid, reaches the kernel and gets
 // another answer (a user namespace, a keyring id, an io_uring, a
 // different error). Forks and threads still work.
@@ -120,6 +131,15 @@ func TestSyscallFilter(t *testing.T) {
 		{"personality", "EPERM", true},
 		{"personality_query", "ok", false},
 		{"x32_getpid", "EPERM", true},
+		{"open_tree_attr", "EPERM", false}, // kernels before 6.15 answer ENOSYS on the host
+		{"statmount", "ENOSYS", true},
+		{"listmount", "ENOSYS", true},
+		{"nr_1000", "ENOSYS", false},
+		{"vsock", "EAFNOSUPPORT", false}, // the host has it only with the vsock module
+		{"packet", "EAFNOSUPPORT", true}, // the host: EPERM, no CAP_NET_RAW
+		{"netlink_uevent", "EPROTONOSUPPORT", true},
+		{"netlink_route", "ok", false},
+		{"inet6", "ok", false},
 		{"unshare_cmd", "exit 1", true},
 		{"fork_exec", "exit 0", false},
 		{"threads", "ok", false},

@@ -217,12 +217,13 @@
 // that starts it, after no_new_privs and the privilege drop, right
 // before its execve: every process of the agent's tree inherits it and
 // none can remove it. The init's other threads are not filtered. The
-// filter is a classic BPF program assembled here (about 80 instructions;
+// filter is a classic BPF program assembled here (about 240 instructions;
 // golang.org/x/sys/unix's SockFilter and the seccomp system call, no
 // library: the program is short enough to read whole, and the sandbox
-// takes no dependency for it). It checks the architecture first: a call
-// through another ABI than x86_64's (int 0x80, i386) or with the x32 bit
-// set answers EPERM. Then:
+// takes no dependency for it). It is an allow list: docs/security.md
+// lists its calls by group, with why. It checks the architecture first:
+// a call through another ABI than x86_64's (int 0x80, i386) or with the
+// x32 bit set answers EPERM. Then:
 //
 //   - clone with any namespace flag (CLONE_NEWUSER above all, which an
 //     unprivileged process may otherwise use to get every capability in
@@ -233,33 +234,41 @@
 //   - personality: only the default, PER_LINUX32, UNAME26 with either,
 //     and the query 0xffffffff, as in Docker's profile; anything else
 //     (ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC) is EPERM.
-//   - EPERM whatever the arguments: the mount API (mount, umount2,
-//     pivot_root, chroot, open_tree, move_mount, fsopen, fsconfig,
-//     fsmount, fspick, mount_setattr), the keyring (keyctl, add_key,
-//     request_key), bpf, perf_event_open, userfaultfd, io_uring_setup,
-//     io_uring_enter, io_uring_register, kexec_load, kexec_file_load,
-//     init_module, finit_module, delete_module and the obsolete module
-//     calls, open_by_handle_at and name_to_handle_at, swapon, swapoff,
-//     reboot, settimeofday, clock_settime, clock_adjtime, adjtimex,
-//     sethostname, setdomainname, acct, quotactl, quotactl_fd, syslog,
-//     vhangup, fanotify_init, iopl, ioperm, kcmp, pidfd_getfd,
-//     lookup_dcookie, nfsservctl, uselib, ustat, sysfs, _sysctl. (vm86,
-//     vm86old, stime and umount exist only on i386, which the
-//     architecture check refuses whole.)
-//   - Everything else is allowed.
+//   - socket: AF_UNIX, AF_INET, AF_INET6, and AF_NETLINK with
+//     NETLINK_ROUTE only (route and address queries); another family
+//     (AF_VSOCK, AF_PACKET, AF_ALG, AF_BLUETOOTH, ...) answers
+//     EAFNOSUPPORT, another netlink protocol EPROTONOSUPPORT, the
+//     errors of a kernel built without them. socketpair: AF_UNIX only.
+//   - EPERM whatever the arguments (refusedCalls): the mount API (mount,
+//     umount2, pivot_root, chroot, open_tree, open_tree_attr,
+//     move_mount, fsopen, fsconfig, fsmount, fspick, mount_setattr), the
+//     keyring (keyctl, add_key, request_key), bpf, perf_event_open,
+//     userfaultfd, io_uring_setup, io_uring_enter, io_uring_register,
+//     kexec_load, kexec_file_load, init_module, finit_module,
+//     delete_module and the obsolete module calls, open_by_handle_at and
+//     name_to_handle_at, swapon, swapoff, reboot, settimeofday,
+//     clock_settime, clock_adjtime, adjtimex, sethostname,
+//     setdomainname, acct, quotactl, quotactl_fd, syslog, vhangup,
+//     fanotify_init, iopl, ioperm, kcmp, pidfd_getfd, lookup_dcookie,
+//     nfsservctl, uselib, ustat, sysfs, _sysctl. (vm86, vm86old, stime
+//     and umount exist only on i386, which the architecture check
+//     refuses whole.)
+//   - The calls of allowedCalls are allowed.
+//   - Everything else answers ENOSYS, as a kernel without the call
+//     would: libc and language runtimes then fall back to an older call
+//     (statx to fstatat, listmount to /proc/self/mountinfo), and a call
+//     added to the kernel after the list was written is refused until
+//     someone judges it and lists it. statmount, listmount, listns,
+//     modify_ldt, the lsm_* calls and unknown numbers are among them.
 //
 // Docker's default profile is the anchor, nsjail's seccomp policies the
 // second: the refused calls are those Docker refuses to a container
 // without capabilities (the agent has none), plus io_uring (refused by
 // Docker since 25.0) and the new mount API. Where this differs:
 //
-//   - Docker's profile is an allow-list (an unknown call is refused);
-//     this filter is a deny-list over the calls an unprivileged process
-//     could use to widen its reach or the kernel's attack surface, and
-//     allows the rest, so that a new call an agent's runtime starts to
-//     use does not break it. The deny-by-default boundary is the rest of
-//     the sandbox: no capabilities, no_new_privs, the allow-listed root,
-//     the pid, mount, IPC, UTS and network namespaces.
+//   - Docker's profile answers EPERM for a call off its list; here it is
+//     ENOSYS, so that a runtime's probe for a new call falls back
+//     instead of failing.
 //   - Docker refuses unshare whole; here only its namespace flags are
 //     (unshare(CLONE_FS), CLONE_FILES stay possible).
 //   - ptrace and process_vm_readv/writev are allowed, as Docker allows
@@ -269,6 +278,8 @@
 //     be traced: the agent can trace its own descendants and nothing
 //     else. kcmp and pidfd_getfd, which Docker grants only with
 //     CAP_SYS_PTRACE, are refused.
+//   - landlock and seccomp are allowed: both only narrow what the
+//     caller may do, and agent CLIs use them to confine their own tools.
 //   - Refused calls answer EPERM (Docker's errno too); nsjail's
 //     examples kill the process instead, which an agent would report as a
 //     crash rather than an error it can act on.

@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"sync"
 
 	"benchd.dev/client/apitype"
 	"benchd.dev/daemon"
 	"benchd.dev/daemon/store"
 	"benchd.dev/modelgw"
+	"benchd.dev/sandbox"
 	"benchd.dev/tasks"
 )
 
@@ -37,7 +39,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	tasksDir := fl.String("tasks", "", "task store (default: $BENCHD_TASKS or the installed tasks)")
 	concurrency := fl.Int("concurrency", 0, "attempts run at once (default: the number of cores)")
 	maxQueued := fl.Int("max-queued", daemon.DefaultMaxQueued, "attempts that may wait in the queue; a run beyond it is refused as busy")
-	agentUser := fl.String("agent-user", DefaultAgentUser, "unprivileged user agents run as")
+	agentUser := fl.String("agent-user", DefaultAgentUser, "unprivileged user agents run as when --uid-range is empty")
+	uidRange := fl.String("uid-range", sandbox.DefaultUIDRange, "uids FIRST-LAST reserved for benchd: each running attempt and each grading runs as one of its own (empty: every agent runs as --agent-user)")
 	group := fl.String("group", daemon.DefaultGroup, "group whose members may use benchd")
 	cgroupParent := fl.String("cgroup-parent", "", "delegated cgroup v2 group for attempt groups (default: benchd's own)")
 	retries := fl.Int("retries", 1, "times an infra-error attempt is retried automatically (0: never)")
@@ -102,6 +105,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		log.Warn("agent user missing: agents run as nobody (scripts/install creates it)", "user", *agentUser)
 		uid, gid = nobody, nobody
 	}
+	uids, err := openUIDRange(*uidRange, "/etc/passwd")
+	if err != nil {
+		return fail(stderr, 2, "--uid-range: %v", err)
+	}
 	if *tasksDir == "" {
 		*tasksDir = tasks.DefaultDir()
 	}
@@ -119,6 +126,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		MaxQueued:    *maxQueued,
 		AgentUID:     uid,
 		AgentGID:     gid,
+		UIDs:         uids,
 		Group:        *group,
 		CgroupParent: *cgroupParent,
 		Prices:       prices,
@@ -185,4 +193,31 @@ func sdNotify(log *slog.Logger, state string) {
 	if _, err := c.Write([]byte(state)); err != nil {
 		log.Warn("unable to notify systemd", "state", state, "err", fmt.Errorf("write: %w", err))
 	}
+}
+
+// openUIDRange parses --uid-range and makes its pool, after checking
+// that no account of passwd has a uid in it (such an account would
+// share its files and kernel allowances with agents). An empty range
+// means no pool.
+func openUIDRange(s, passwd string) (*sandbox.UIDPool, error) {
+	if s == "" {
+		return nil, nil
+	}
+	r, err := sandbox.ParseUIDRange(s)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(passwd)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	used, err := r.Accounts(f)
+	if err != nil {
+		return nil, fmt.Errorf("unable to read %s: %w", passwd, err)
+	}
+	if len(used) > 0 {
+		return nil, fmt.Errorf("%s: uids in use in %s: %s", r, passwd, strings.Join(used, ", "))
+	}
+	return sandbox.NewUIDPool(r), nil
 }

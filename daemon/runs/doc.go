@@ -49,7 +49,8 @@
 //     [environment] cpus as a CPU quota (where the host offers no cpu
 //     controller, the weight alone is dropped with a warning), the network closed unless the task allows the internet, the
 //     gateways, only the named environment variables plus BENCH_PLAN,
-//     Config.AgentUID and AgentGID, the sandbox's allow-listed root and
+//     a uid of its own from Config.UIDs (else Config.AgentUID and
+//     AgentGID), the sandbox's allow-listed root and
 //     system call filter, read-only binds of the task's [environment]
 //     binds and of an agent preset's binds (its install tree), recorded
 //     in Attempt.Binds, and the state directory (which holds the backing

@@ -61,8 +61,12 @@ type Config struct {
 	StateDir string
 	// TasksDir is the task store; it is masked in every sandbox.
 	TasksDir string
-	// AgentUID and AgentGID run agents and graders; default
-	// DefaultAgentID.
+	// UIDs, when set, gives each attempt's agent a uid of its own, and
+	// each grading another, for as long as they run (gid the same
+	// number), so that the kernel's per-user allowances are per attempt
+	// ("Uids" in docs/security.md). Without it, AgentUID and AgentGID
+	// run every agent and grader; default DefaultAgentID.
+	UIDs               *sandbox.UIDPool
 	AgentUID, AgentGID int
 	// CgroupParent is where attempt cgroups are made (see
 	// limits.Config.Parent); empty means benchd's own cgroup.
@@ -223,18 +227,19 @@ type attempt struct {
 	timeout time.Duration
 
 	// Made by the steps.
-	dir     string          // the attempt's work directory
-	out     Outcome         // what Run returns
-	a       apitype.Attempt // the record being filled in
-	w       *journal.Writer
-	closeW  func() error // seals the journal, once
-	mnt     string
-	view    *fsmon.View
-	job     *confine.Job
-	model   *modelGateways // the HTTP gateways, nil without
-	res     confine.Result
-	cs      journal.Changeset
-	netMode netns.Mode
+	uid, gid int             // the agent's credentials (acquireUID)
+	dir      string          // the attempt's work directory
+	out      Outcome         // what Run returns
+	a        apitype.Attempt // the record being filled in
+	w        *journal.Writer
+	closeW   func() error // seals the journal, once
+	mnt      string
+	view     *fsmon.View
+	job      *confine.Job
+	model    *modelGateways // the HTTP gateways, nil without
+	res      confine.Result
+	cs       journal.Changeset
+	netMode  netns.Mode
 
 	phase      string
 	phaseStart time.Time
@@ -374,6 +379,10 @@ func (at *attempt) probe(ctx context.Context) error {
 // final tree from it): its undo is the stack's last.
 func (at *attempt) prepare(ctx context.Context) error {
 	at.enter(apitype.PhasePrepare)
+	var err error
+	if at.uid, at.gid, err = at.e.acquireUID(at.undos); err != nil {
+		return err
+	}
 	if err := os.Mkdir(at.dir, 0o700); errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%w: %s", ErrConflict, at.dir)
 	} else if err != nil {
@@ -396,7 +405,23 @@ func (at *attempt) prepare(ctx context.Context) error {
 			return fmt.Errorf("unable to prepare the attempt disk: %w", err)
 		}
 	}
-	return prepareBacking(at.task, at.out.FinalDir, at.ag.builtin, at.e.cfg.AgentUID, at.e.cfg.AgentGID)
+	return prepareBacking(at.task, at.out.FinalDir, at.ag.builtin, at.uid, at.gid)
+}
+
+// acquireUID takes the uid and gid an agent or grading runs as, from
+// the pool when there is one; the release goes on undos, so the uid is
+// free again only after everything pushed later (the job, whose end
+// kills every process of the uid) is undone.
+func (e *Engine) acquireUID(undos *undo.Stack) (uid, gid int, err error) {
+	if e.cfg.UIDs == nil {
+		return e.cfg.AgentUID, e.cfg.AgentGID, nil
+	}
+	uid, release, err := e.cfg.UIDs.Acquire()
+	if err != nil {
+		return 0, 0, err
+	}
+	undos.Push("release uid", func() error { release(); return nil })
+	return uid, uid, nil
 }
 
 // mount: the journaled view of the backing dir. Its undo seals a
@@ -478,8 +503,8 @@ func (at *attempt) confine(ctx context.Context) error {
 		Workspace: at.mnt,
 		// The backing dir lies in the state dir and is masked with it.
 		Mask:         []string{e.cfg.StateDir, e.cfg.TasksDir},
-		UID:          e.cfg.AgentUID,
-		GID:          e.cfg.AgentGID,
+		UID:          at.uid,
+		GID:          at.gid,
 		Hostname:     agentHostname,
 		Timeout:      at.timeout,
 		MemoryMax:    int64(at.task.MemoryMB) << 20,
@@ -606,7 +631,7 @@ func (at *attempt) upstream(ctx context.Context) error {
 // grade: the final tree graded (Engine.grade), the verdict in the record.
 func (at *attempt) grade(ctx context.Context) error {
 	at.enter(apitype.PhaseGrade)
-	v, err := at.e.grade(ctx, at.task, at.a, at.out.Caps, at.out.FinalDir, filepath.Dir(at.out.FinalDir), at.out.StdoutPath, at.cs, at.undos)
+	v, err := at.e.grade(ctx, at.task, at.a, at.out.Caps, at.out.FinalDir, filepath.Dir(at.out.FinalDir), at.out.StdoutPath, at.cs, at.undos, at.uid, at.gid)
 	if err != nil {
 		return err
 	}
@@ -669,7 +694,7 @@ func (at *attempt) watch(job *confine.Job, view *fsmon.View) (stop func()) {
 // grade grades a copy of the final tree (plan.md left out) with the
 // confined grader runner, and composes the verdict; caps are the view's
 // caps the attempt hit.
-func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt, caps []string, finalDir, workParent, stdoutPath string, cs journal.Changeset, undos *undo.Stack) (apitype.Verdict, error) {
+func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt, caps []string, finalDir, workParent, stdoutPath string, cs journal.Changeset, undos *undo.Stack, worldUID, worldGID int) (apitype.Verdict, error) {
 	work, err := os.MkdirTemp(workParent, gradePrefix)
 	if err != nil {
 		return apitype.Verdict{}, fmt.Errorf("unable to make the grading dir: %w", err)
@@ -696,8 +721,15 @@ func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt,
 	if err := os.Chmod(scratch, 0o711); err != nil {
 		return apitype.Verdict{}, err
 	}
+	// The grader's own commands run as a uid of the grading's, apart
+	// from the agent's; the agent's code, in its world, as the uid it ran
+	// as (the attempt still holds it, and none of its processes lives).
+	uid, gid, err := e.acquireUID(undos)
+	if err != nil {
+		return apitype.Verdict{}, err
+	}
 	runner := ConfinedGraderRunner(GraderRunnerConfig{
-		UID: e.cfg.AgentUID, GID: e.cfg.AgentGID,
+		UID: uid, GID: gid, WorldUID: worldUID, WorldGID: worldGID,
 		ScratchRoot:  scratch,
 		MemoryMax:    int64(task.MemoryMB) << 20,
 		Mask:         []string{e.cfg.StateDir, e.cfg.TasksDir},
@@ -779,7 +811,8 @@ func (e *Engine) Regrade(ctx context.Context, task *tasks.Task, a apitype.Attemp
 			}
 		}
 	}
-	return e.grade(ctx, task, a, caps, finalDir, workParent, stdout, cs, &undos)
+	// The agent's uid went with its attempt: its code runs as another.
+	return e.grade(ctx, task, a, caps, finalDir, workParent, stdout, cs, &undos, 0, 0)
 }
 
 // apiVerdict is the graders' verdict on the wire. Grade decides it,

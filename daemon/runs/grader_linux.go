@@ -19,6 +19,11 @@ import (
 type GraderRunnerConfig struct {
 	// UID and GID run the grader's commands (non-zero); default 65534.
 	UID, GID int
+	// WorldUID and WorldGID run a command in the agent's world
+	// (RunSpec.Workspace): the attempt's own uid, whose processes are
+	// gone by grading, so that the agent's code sees the uid it ran as.
+	// Default UID and GID.
+	WorldUID, WorldGID int
 	// ScratchRoot is the graders.Input.ScratchRoot of the gradings this
 	// runner serves; "" means os.TempDir(), as for graders (local tools
 	// only: the daemon always sets it). Captured output is kept there.
@@ -60,12 +65,13 @@ const (
 //
 // A command with a RunSpec.Workspace runs in the agent's world: the
 // workspace copy at /workspace as its working directory, the agent's
-// uid (cfg.UID is the daemon's agent uid) and host name, and no other
+// uid (cfg.WorldUID, the attempt's) and host name, and no other
 // part of the scratch in view but RunSpec.Binds. Every command has the
 // agent's host name.
 //
 // The grader's scratch directory (the directory of
-// ScratchRoot that holds RunSpec.Dir) is handed to cfg.UID and, for a
+// ScratchRoot that holds RunSpec.Dir) is handed to the command's uid
+// (cfg.UID, or cfg.WorldUID in the agent's world) and, for a
 // command without a Workspace, bound read-write at the same path, so every path the grader passes works
 // unchanged. The command can therefore change anything in that scratch
 // directory, hidden test copies included, while it runs: graders must
@@ -79,6 +85,9 @@ func ConfinedGraderRunner(cfg GraderRunnerConfig) graders.Runner {
 	}
 	if cfg.GID == 0 {
 		cfg.GID = 65534
+	}
+	if cfg.WorldUID == 0 || cfg.WorldGID == 0 {
+		cfg.WorldUID, cfg.WorldGID = cfg.UID, cfg.GID
 	}
 	if cfg.PidsMax == 0 {
 		cfg.PidsMax = DefaultGraderPids
@@ -117,8 +126,12 @@ func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.R
 	// Graders write results beside the working directory (probe
 	// outputs, nonce-stamped reports), so the command gets the whole
 	// scratch directory.
-	if err := chownTree(top, g.cfg.UID, g.cfg.GID); err != nil {
-		return graders.RunResult{}, fmt.Errorf("unable to hand the scratch dir to uid %d: %w", g.cfg.UID, err)
+	uid, gid := g.cfg.UID, g.cfg.GID
+	if spec.Workspace != "" {
+		uid, gid = g.cfg.WorldUID, g.cfg.WorldGID
+	}
+	if err := chownTree(top, uid, gid); err != nil {
+		return graders.RunResult{}, fmt.Errorf("unable to hand the scratch dir to uid %d: %w", uid, err)
 	}
 	// The captured output (hidden tests' included) stays beside the
 	// scratch, root's, mode 0700.
@@ -155,8 +168,8 @@ func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.R
 		Workspace:    workspace,
 		Binds:        append(binds, g.cfg.Binds...),
 		Mask:         append(append([]string{}, g.cfg.Mask...), spec.Hide...),
-		UID:          g.cfg.UID,
-		GID:          g.cfg.GID,
+		UID:          uid,
+		GID:          gid,
 		Hostname:     agentHostname,
 		Timeout:      spec.Timeout,
 		MemoryMax:    memoryMax(g.cfg.MemoryMax, spec.MemoryLimit),

@@ -649,7 +649,8 @@ func TestConfinedAttempts(t *testing.T) {
 
 // TestAgentWorld: a grader command with a Workspace sees what an agent
 // sees: /workspace as its working directory, the agent's host name,
-// uid and environment, and nothing of the scratch beside it.
+// uid (WorldUID) and environment, and nothing of the scratch beside it;
+// one without runs as the grading's own uid.
 func TestAgentWorld(t *testing.T) {
 	testenv.Require(t, testenv.Root, testenv.Cgroups, testenv.Netns, testenv.Userns, testenv.Python)
 	scratch := t.TempDir()
@@ -661,7 +662,7 @@ func TestAgentWorld(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(ws, "plan.md"), []byte("plan"), 0o644)
 	os.WriteFile(filepath.Join(top, "hidden"), []byte("x"), 0o644)
-	runner := ConfinedGraderRunner(GraderRunnerConfig{UID: 4242, GID: 4242, ScratchRoot: scratch, NetnsRunDir: filepath.Join(t.TempDir(), "netns")})
+	runner := ConfinedGraderRunner(GraderRunnerConfig{UID: 4242, GID: 4242, WorldUID: 4343, WorldGID: 4343, ScratchRoot: scratch, NetnsRunDir: filepath.Join(t.TempDir(), "netns")})
 	const script = `import json, os, socket, sys
 print(json.dumps([os.getcwd(), socket.gethostname(), os.getuid(), dict(os.environ), sys.flags.hash_randomization,
     os.path.exists("/workspace/plan.md"), os.path.exists(sys.argv[1])]))`
@@ -684,9 +685,15 @@ print(json.dumps([os.getcwd(), socket.gethostname(), os.getuid(), dict(os.enviro
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	want := []any{"/workspace", agentHostname, float64(4242), env, float64(1), true, false}
+	want := []any{"/workspace", agentHostname, float64(4343), env, float64(1), true, false}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
+	}
+	// The grader's own commands run as the grading's uid, not the agent's.
+	res, err = runner.Run(context.Background(), graders.RunSpec{Args: []string{graders.Python, "-c", "import os; print(os.getuid())"},
+		Dir: ws, Timeout: 30 * time.Second})
+	if err != nil || res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != "4242" {
+		t.Errorf("grader command: got %v exit %d uid %q, want uid 4242 (%s)", err, res.ExitCode, res.Stdout, res.Stderr)
 	}
 }
 

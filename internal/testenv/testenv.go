@@ -36,6 +36,9 @@ const (
 	Pytest     Feature = "pytest"     // Debian's python3-pytest
 	Bindfs     Feature = "bindfs"
 	Bubblewrap Feature = "bwrap"
+	Node       Feature = "node"     // node on PATH
+	Git        Feature = "git"      // git on PATH
+	CC         Feature = "cc"       // a C compiler as cc on PATH
 	Chromium   Feature = "chromium" // Debian's /usr/bin/chromium, for headless page tests
 	// Loop: loop devices (/dev/loop-control and a free /dev/loopN) and
 	// mkfs.ext4 (e2fsprogs), for the attempts' disks.
@@ -249,7 +252,7 @@ func probe(f Feature) error {
 			}
 		}
 		return nil
-	case Bindfs, Bubblewrap:
+	case Bindfs, Bubblewrap, Node, Git, CC:
 		if _, err := exec.LookPath(string(f)); err != nil {
 			return err
 		}
