@@ -465,7 +465,6 @@ func (s *server) storeEnd(ctx context.Context, log *slog.Logger, c *closing, a a
 		if derr := runs.AttemptDir(filepath.Dir(journalPath)).DropFinalTree(); derr != nil {
 			log.Warn("unable to drop the attempt's disk", "err", derr)
 		}
-		s.keepStateBudget(ctx)
 	}
 	if !errors.Is(err, store.ErrJournal) {
 		return err
