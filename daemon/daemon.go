@@ -87,6 +87,17 @@ type Config struct {
 	// groups are made; "" means the group benchd is in when it starts
 	// (limits.Delegate moves benchd into a leaf below it on cgroup v2).
 	CgroupParent string
+	// MaxStateSize, when positive, is the state directory's budget in
+	// bytes (benchd --max-state-size; default 0, no budget): when an
+	// attempt ends and at start, the oldest ended attempts are pruned
+	// until the state fits, never one left to review or reviewed
+	// (keepStateBudget).
+	MaxStateSize int64
+	// ReserveBytes is the free space the state directory's file system
+	// must keep beyond an attempt's whole disk for the attempt to start
+	// (benchd --min-free; runs.Config.ReserveBytes): 0 means
+	// runs.DefaultReserveBytes, negative no check.
+	ReserveBytes int64
 	// Prices is the price table applied to an attempt's model calls
 	// when it ends (benchd --prices); nil: no cost is computed.
 	Prices *modelgw.Prices
@@ -148,6 +159,9 @@ type server struct {
 	// shutdown.
 	fleet     *fleet
 	stopFleet chan struct{}
+
+	// budgetMu lets one state budget pass run at a time.
+	budgetMu sync.Mutex
 
 	mu   sync.Mutex
 	cond *sync.Cond // signals a change of queue or stopping
@@ -280,6 +294,7 @@ func Run(ctx context.Context, cfg Config) error {
 		AgentGID:     cfg.AgentGID,
 		UIDs:         cfg.UIDs,
 		CgroupParent: cfg.CgroupParent,
+		ReserveBytes: cfg.ReserveBytes,
 		Logger:       cfg.Logger,
 	})
 	if err != nil {
@@ -293,6 +308,7 @@ func Run(ctx context.Context, cfg Config) error {
 	for _, id := range resign {
 		s.sign(ctx, id, nil)
 	}
+	s.keepStateBudget(ctx)
 	log.Info("host key", "keyid", PublicHostKey(key).KeyID)
 	if st.OnPostgres() {
 		// The queue is River's, in the database: nothing to requeue.

@@ -63,8 +63,8 @@ type closing struct {
 }
 
 // finish is the one path of an ended attempt after its site set its
-// ending: store it, sign it, count it, and retry an infra error once
-// (when c.retry says so). It returns the attempt as stored, or, when it
+// ending: store it, sign it, count it, retry an infra error once (when
+// c.retry says so), and keep the state budget. It returns the attempt as stored, or, when it
 // could not be stored, as the store has it and the error.
 func (s *server) finish(ctx context.Context, c *closing) (apitype.Attempt, error) {
 	log := s.log.With("attempt", c.a.ID)
@@ -89,6 +89,7 @@ func (s *server) finish(ctx context.Context, c *closing) (apitype.Attempt, error
 			a = b // with retried_by
 		}
 	}
+	s.keepStateBudget(ctx)
 	return a, nil
 }
 

@@ -41,22 +41,22 @@ func (s *server) storedJournal(ctx context.Context, id string) ([]byte, []journa
 // sent; the journal, the model calls' messages and the blobs are
 // streamed from the store as they are written, so that an export's
 // memory does not grow with the journal (only with the number of blobs
-// it names).
+// it names, 32 bytes each: journal.BlobNames).
 type exportData struct {
 	a           apitype.Attempt
 	info        apitype.TaskInfo
-	journalSize int64    // bytes of the journal's lines
-	shas        []string // the blobs it names
+	journalSize int64              // bytes of the journal's lines
+	shas        *journal.BlobNames // the blobs it names
 	tr          apitype.Transcript
 	envelope    []byte // nil for an attempt ended before benchd signed
 	calls       []apitype.ModelCall
 }
 
 // scanJournal reads the stored journal of attempt id as a stream: its
-// size in bytes and, sorted, the blobs it names (journal.BlobNames, with
+// size in bytes and the blobs it names (journal.BlobNames, with
 // manifest reading the manifests). Neither its lines nor its records
 // are held.
-func (s *server) scanJournal(ctx context.Context, id string, manifest func(string) ([]byte, error)) (int64, []string, error) {
+func (s *server) scanJournal(ctx context.Context, id string, manifest func(string) ([]byte, error)) (int64, *journal.BlobNames, error) {
 	pr, pw := io.Pipe()
 	type result struct {
 		n   int64
@@ -70,7 +70,7 @@ func (s *server) scanJournal(ctx context.Context, id string, manifest func(strin
 		done <- result{cw.n, err}
 	}()
 	rd := journal.NewReader(pr)
-	var names journal.BlobNames
+	names := new(journal.BlobNames)
 	var err error
 	for err == nil {
 		var rec journal.Record
@@ -88,7 +88,7 @@ func (s *server) scanJournal(ctx context.Context, id string, manifest func(strin
 	case err != io.EOF:
 		return 0, nil, fmt.Errorf("attempt %s: %w", id, err)
 	}
-	return res.n, names.Sorted(), nil
+	return res.n, names, nil
 }
 
 // handleExport writes the attempt's archive (forensics' layout).
@@ -124,10 +124,14 @@ func (s *server) readExport(ctx context.Context, a apitype.Attempt) (*exportData
 	if d.journalSize, d.shas, err = s.scanJournal(ctx, a.ID, blobs.ReadAll); err != nil {
 		return nil, err
 	}
-	for _, sha := range d.shas {
+	err = d.shas.Each(func(sha string) error {
 		if !blobs.Has(sha) {
-			return nil, fmt.Errorf("attempt %s: blob %s is missing from the store", a.ID, sha)
+			return fmt.Errorf("attempt %s: blob %s is missing from the store", a.ID, sha)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if d.tr, err = s.transcript(ctx, a.ID); err != nil {
 		return nil, err
@@ -192,11 +196,8 @@ func (s *server) writeExport(ctx context.Context, w io.Writer, d *exportData) er
 			}
 		}
 	}
-	for _, sha := range d.shas {
-		if err != nil {
-			return err
-		}
-		err = s.putBlob(fw, sha)
+	if err == nil {
+		err = d.shas.Each(func(sha string) error { return s.putBlob(fw, sha) })
 	}
 	if err != nil {
 		return err

@@ -89,6 +89,9 @@ func sealLeftJournal(ctx context.Context, st *store.Store, cfg Config, a apitype
 	if err != nil {
 		return err
 	}
+	if err := dir.DropFinalTree(); err != nil {
+		log.Warn("unable to drop the disk of an interrupted attempt", "attempt", a.ID, "err", err)
+	}
 	a.JournalHead = head
 	var pol journal.Policy
 	if t, err := tasks.Find(cfg.TasksDir, a.Task); err == nil {

@@ -16,6 +16,7 @@ import (
 
 	"benchd.dev/client/apitype"
 	"benchd.dev/daemon"
+	"benchd.dev/daemon/runs"
 	"benchd.dev/daemon/store"
 	"benchd.dev/modelgw"
 	"benchd.dev/sandbox"
@@ -49,6 +50,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	rescueAfter := fl.Duration("rescue-after", daemon.DefaultRescueAfter, "on a fleet (--database postgres://), how long an attempt's job may run before another host checks whether its host is still alive")
 	metricsAddr := fl.String("metrics", "", "serve GET /metrics (Prometheus text format) on this TCP host:port, such as 127.0.0.1:9464 (default: off)")
 	pricesFile := fl.String("prices", "", "price table (TOML: USD per million tokens per model) that turns the model calls' tokens into cost (default: "+modelgw.DefaultPricesFile+" if present)")
+	maxState := &sizeFlag{off: 0}
+	fl.Var(maxState, "max-state-size", "budget of the state directory (such as 200G): over it, the oldest ended attempts are pruned, never one in review (default: off)")
+	minFree := &sizeFlag{n: runs.DefaultReserveBytes, off: -1}
+	fl.Var(minFree, "min-free", "free space the state's disk must keep beyond an attempt's whole disk for the attempt to start (off: no check)")
 	if err := fl.Parse(args); err != nil {
 		return fail(stderr, 2, "%v", err)
 	}
@@ -124,6 +129,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Host:         *host,
 		RescueAfter:  *rescueAfter,
 		MaxQueued:    *maxQueued,
+		MaxStateSize: maxState.n,
+		ReserveBytes: reserveOf(minFree.n),
 		AgentUID:     uid,
 		AgentGID:     gid,
 		UIDs:         uids,
@@ -220,4 +227,13 @@ func openUIDRange(s, passwd string) (*sandbox.UIDPool, error) {
 		return nil, fmt.Errorf("%s: uids in use in %s: %s", r, passwd, strings.Join(used, ", "))
 	}
 	return sandbox.NewUIDPool(r), nil
+}
+
+// reserveOf is the daemon's ReserveBytes for --min-free n: 0 there
+// means the default, so no reserve at all is one byte.
+func reserveOf(n int64) int64 {
+	if n == 0 {
+		return 1
+	}
+	return n
 }

@@ -7,6 +7,8 @@ import "path/filepath"
 //
 //	disk.img                the attempt's disk (an ext4 image)
 //	backing/                its mountpoint: the workspace, then the final tree
+//	                        (both removed by DropFinalTree once the journal,
+//	                        whose blobs hold the tree, is in the store)
 //	mnt/                    the fsmon view while the agent runs
 //	journal.jsonl (+.blobs) the journal
 //	stdout, stderr          the transcript

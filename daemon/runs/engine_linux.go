@@ -26,6 +26,7 @@ import (
 	"benchd.dev/netns"
 	"benchd.dev/sandbox"
 	"benchd.dev/tasks"
+	"golang.org/x/sys/unix"
 )
 
 // DefaultAgentID is the uid and gid agents and graders run as when
@@ -95,11 +96,19 @@ type Config struct {
 	// defaults (fsmon.Config).
 	WorkspaceOpenFiles    int
 	WorkspaceJournalBytes int64
-	Logger                *slog.Logger
+	// ReserveBytes is the free space the state directory's file system
+	// must keep beyond an attempt's whole disk for the attempt to start
+	// (else it ends as an infra error, ErrDiskFull, before its agent
+	// starts); 0 means DefaultReserveBytes, a negative value no check.
+	ReserveBytes int64
+	Logger       *slog.Logger
 
 	// noDisk keeps the backing directory in the state directory, without
 	// a disk of its own: for measuring what the disk costs.
 	noDisk bool
+	// statfs reads the state directory's file system (unix.Statfs
+	// when nil): tests give a full one.
+	statfs func(path string, st *unix.Statfs_t) error
 }
 
 // Engine runs attempts. Its methods may be called concurrently.
@@ -379,6 +388,9 @@ func (at *attempt) probe(ctx context.Context) error {
 // final tree from it): its undo is the stack's last.
 func (at *attempt) prepare(ctx context.Context) error {
 	at.enter(apitype.PhasePrepare)
+	if err := at.e.checkFreeSpace(at.e.storageBytes(at.task)); err != nil {
+		return err
+	}
 	var err error
 	if at.uid, at.gid, err = at.e.acquireUID(at.undos); err != nil {
 		return err

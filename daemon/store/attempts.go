@@ -304,6 +304,7 @@ type Filter struct {
 	Purposes []string  // attempts of one of these purposes
 	Since    time.Time // attempts created at or after this
 	Until    time.Time // attempts created before this
+	IDs      []string  // attempts with one of these ids
 	Limit    int       // at most this many; 0 means no limit
 }
 
@@ -345,6 +346,11 @@ func (f Filter) where(d dialect) (string, []any, error) {
 	}
 	if len(f.Purposes) > 0 {
 		if err := in("a.purpose", f.Purposes, apitype.ValidPurpose, "purpose"); err != nil {
+			return "", nil, err
+		}
+	}
+	if len(f.IDs) > 0 {
+		if err := in("a.id", f.IDs, nil, "id"); err != nil {
 			return "", nil, err
 		}
 	}

@@ -19,11 +19,16 @@ import (
 
 // PruneFilter selects the attempts Prune deletes: ended ones (done,
 // infra_error or canceled) created before Before, of one of Purposes
-// (empty: every purpose). Queued and running attempts are never
-// selected.
+// (empty: every purpose), with one of IDs (empty: any id). Queued and
+// running attempts are never selected; with KeepReviewed, neither is an
+// attempt whose verdict is left to review (outcome review) or that a
+// person has reviewed (a dispute decided): the retention of a state
+// budget never drops one.
 type PruneFilter struct {
-	Before   time.Time
-	Purposes []string
+	Before       time.Time
+	Purposes     []string
+	IDs          []string
+	KeepReviewed bool
 	// DryRun finds what would go, and deletes nothing.
 	DryRun bool
 }
@@ -57,19 +62,23 @@ var errDryRun = errors.New("dry run")
 // remaining journal names: on SQLite the files in STATE/blobs (removed
 // once the transaction is committed: a crash in between leaves files
 // nothing names, never a journal naming a missing file), on PostgreSQL
-// their rows, and this host's cached copies. A zero Before is an error
-// matching ErrInvalid, as is an unknown purpose.
+// their rows, and this host's cached copies. A zero Before without IDs
+// is an error matching ErrInvalid, as is an unknown purpose.
 //
 // A journal ingested before the store kept the blobs of each journal
 // (SQLite schema version 6) has its blobs listed from its records, and
 // recorded, the first time Prune runs.
 func (s *Store) Prune(ctx context.Context, f PruneFilter) (Pruned, error) {
-	if f.Before.IsZero() {
+	if f.Before.IsZero() && len(f.IDs) == 0 {
 		return Pruned{}, fmt.Errorf("unable to prune: %w: no time to prune before", ErrInvalid)
 	}
-	where, args, err := Filter{States: endedStates, Purposes: f.Purposes, Until: f.Before}.where(s.d)
+	where, args, err := Filter{States: endedStates, Purposes: f.Purposes, Until: f.Before, IDs: f.IDs}.where(s.d)
 	if err != nil {
 		return Pruned{}, fmt.Errorf("unable to prune: %w", err)
+	}
+	if f.KeepReviewed {
+		where += " AND COALESCE(" + s.d.jsonText("a.data", "outcome") + ", '') <> 'review'" +
+			" AND NOT EXISTS (SELECT 1 FROM reviews r WHERE r.attempt = a.n)"
 	}
 	s.blobMu.Lock()
 	defer s.blobMu.Unlock()
