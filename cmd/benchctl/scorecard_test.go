@@ -301,3 +301,34 @@ func TestScorecardModelLines(t *testing.T) {
 		t.Errorf("no call in the series: got %q, want nothing", b.String())
 	}
 }
+
+// TestScorecardGroupedBy: the scorecard says what its rows group
+// attempts by, and an agent with infra errors only is no row, in the
+// table, per task and in --json.
+func TestScorecardGroupedBy(t *testing.T) {
+	d := newSuiteDaemon(t, nil)
+	d.seed("good", "", everyTask("PP"))
+	d.seed("ghost", "", map[string]string{"rt-01": "I", "rt-02": "I"})
+	code, stdout, stderr := runCLI(t, d.Socket, nil, false, "scorecard")
+	if code != exitOK {
+		t.Fatalf("got exit %d, stderr %q", code, stderr)
+	}
+	if !strings.Contains(stdout, draw.AgentsGroupedBy) {
+		t.Errorf("got stdout\n%s\nwithout what its rows group by", stdout)
+	}
+	if !strings.Contains(stdout, "never ran: 2 infra errors of agents with nothing else left out (not rows)") {
+		t.Errorf("got stdout\n%s\nwithout the infra-only count", stdout)
+	}
+	if strings.Contains(stdout, "ghost") {
+		t.Errorf("got stdout\n%s\nnaming the agent that never ran", stdout)
+	}
+	code, stdout, _ = runCLI(t, d.Socket, nil, false, "scorecard", "--json")
+	var sc draw.Scorecard
+	if err := json.Unmarshal([]byte(stdout), &sc); err != nil || code != exitOK {
+		t.Fatalf("--json: got exit %d, %v", code, err)
+	}
+	s := sc.Series[0]
+	if len(s.Agents) != 1 || s.InfraOnly != 2 || s.GroupedBy != draw.AgentsGroupedBy {
+		t.Errorf("--json: got %d agents, %d infra-only, grouped by %q; want 1, 2, %q", len(s.Agents), s.InfraOnly, s.GroupedBy, draw.AgentsGroupedBy)
+	}
+}

@@ -656,6 +656,7 @@ function seriesCard(c) {
   if (c.retried) notes.push(plural(c.retried, 'retried infra error') + ' left out');
   if (c.unfinished) notes.push(c.unfinished + ' unfinished');
   if (c.unresolved) notes.push(plural(c.unresolved, 'attempt') + ' left to review, not scored');
+  if (c.infra_only) notes.push(plural(c.infra_only, 'infra error') + ' of agents that never ran left out (not rows)');
   const dates = c.first ? c.first.replace('T', ' ').replace(/(:\d\d)(\.\d+)?Z$/, '$1 UTC') + ' to ' + c.last.replace('T', ' ').replace(/(:\d\d)(\.\d+)?Z$/, '$1 UTC') : 'no attempts';
   const img = el('img', { class: 'plot', alt: 'completion rates of series ' + c.series.name + ' with their intervals' });
   img.src = 'data:image/svg+xml;charset=utf-8,' + encodeURIComponent(c.plot);
@@ -665,7 +666,8 @@ function seriesCard(c) {
   return el('div', { class: 'card', 'data-region': 'series' },
     el('h2', null, 'Series ' + c.series.name),
     el('p', { class: 'note' }, 'id ', el('code', null, c.id), ', ' + dates, el('br'), 'tasks: ' + c.series.tasks.join(', '), el('br'),
-      'draw rule: ' + c.series.draw_rule, el('br'), 'grading rules: ' + c.series.rules_version + (notes.length ? '; ' + notes.join('; ') : '')),
+      'draw rule: ' + c.series.draw_rule, el('br'), 'grading rules: ' + c.series.rules_version + (notes.length ? '; ' + notes.join('; ') : ''),
+      el('br'), el('span', { 'data-region': 'grouped-by' }, c.grouped_by || '')),
     agents.length === 0 ? el('p', { class: 'empty' }, 'No attempts.') : [
       el('h3', null, 'Completion rate, 95% intervals'),
       img,
