@@ -282,6 +282,9 @@ func (s *server) knownTasks() string {
 		more = fmt.Sprintf(" and %d more (benchctl tasks list)", len(ids)-maxKnownNamed)
 		ids = ids[:maxKnownNamed]
 	}
+	if len(broken) > 0 {
+		more += fmt.Sprintf("; %d bundle(s) do not load, %s among them (benchctl tasks list names them)", len(broken), broken[0].Dir)
+	}
 	return "known tasks: " + strings.Join(ids, ", ") + more
 }
 

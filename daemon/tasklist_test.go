@@ -56,7 +56,7 @@ func TestTaskStoreBrokenBundle(t *testing.T) {
 		t.Fatalf("validate rt-01 in directory counter: got %v", err)
 	}
 	_, err = s.validate(apitype.RunRequest{Task: "rt-09", Agent: apitype.AgentNull})
-	if err == nil || !strings.Contains(err.Error(), "known tasks: rt-01, rt-02") {
+	if err == nil || !strings.Contains(err.Error(), "known tasks: rt-01, rt-02; 1 bundle(s) do not load, "+bad) {
 		t.Errorf("validate rt-09: got %v, want the known tasks named", err)
 	}
 }
