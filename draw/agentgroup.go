@@ -89,6 +89,7 @@ func (g AgentGroup) Tag() string {
 	return hex.EncodeToString(h[:])[:8]
 }
 
+// short is a hash's first 12 hex digits, "-" for none.
 func short(sha string) string {
 	if len(sha) > 12 {
 		return sha[:12]

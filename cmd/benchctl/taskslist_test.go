@@ -2,9 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,15 +21,7 @@ func TestTasksListBroken(t *testing.T) {
 			Broken: []apitype.BrokenBundle{{Dir: "/srv/tasks/nc-07", Error: "invalid task: task.toml: line 3: expected '='\x1b[2J"}},
 		})
 	})
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(mux)
-	srv.Listener.Close()
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
+	serveSocket(t, sock, mux)
 
 	code, stdout, stderr := runCLI(t, sock, nil, false, "tasks", "list")
 	if code != exitOK {
