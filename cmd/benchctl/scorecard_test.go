@@ -257,7 +257,8 @@ func TestScorecardHTML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`<svg class="plot"`, `id="attempt-a-\d+"`, `href="#attempt-a-\d+"`, `benchctl log a-\d+`, "good completes more than bad"} {
+	for _, want := range []string{`<svg class="plot"`, `id="attempt-a-\d+"`, `href="#attempt-a-\d+"`, `benchctl log a-\d+`, "good completes more than bad",
+		`<p class="note grouped-by">agents grouped by preset or executable SHA-256`} {
 		if !regexp.MustCompile(want).Match(b) {
 			t.Errorf("got a report without %q", want)
 		}

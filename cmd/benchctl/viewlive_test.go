@@ -128,6 +128,16 @@ func TestViewLiveInChromium(t *testing.T) {
 		b.waitFor(`document.getElementById('main').dataset.live === 'off'`)
 	})
 
+	t.Run("the scorecard says what it grouped by", func(t *testing.T) {
+		b.show("#/scorecard")
+		if got := b.text("[data-region=grouped-by]"); !strings.HasPrefix(got, "agents grouped by preset or executable SHA-256, model, version and arguments") {
+			t.Errorf("got %q, want what the rows group by", got)
+		}
+		if got := b.text("table.rates tbody td:first-child"); strings.Contains(got, "--") || strings.Contains(got, "http") {
+			t.Errorf("got agent labels %q, want no argument lists", got)
+		}
+	})
+
 	t.Run("never ran", func(t *testing.T) {
 		b.mu.Lock()
 		b.requests = nil
