@@ -431,13 +431,21 @@ func (c *Client) Get(ctx context.Context, path string, query url.Values) (*http.
 	return c.do(ctx, http.MethodGet, path, query, nil)
 }
 
-// Tasks lists the daemon's task store.
+// Tasks lists the daemon's task store (the bundles that load; TaskList
+// has the broken ones too).
 func (c *Client) Tasks(ctx context.Context) ([]apitype.TaskInfo, error) {
+	list, err := c.TaskList(ctx)
+	return list.Tasks, err
+}
+
+// TaskList lists the daemon's task store: its bundles, and those that do
+// not load.
+func (c *Client) TaskList(ctx context.Context) (apitype.TaskList, error) {
 	var list apitype.TaskList
 	if err := c.getJSON(ctx, endpoint("tasks"), nil, &list); err != nil {
-		return nil, err
+		return apitype.TaskList{}, err
 	}
-	return list.Tasks, nil
+	return list, nil
 }
 
 // CheckTasks runs the reference and every known attempt of task (every

@@ -262,9 +262,12 @@ func (s *server) findTasks(req apitype.RunRequest) ([]*tasks.Task, error) {
 
 // knownTasks names the tasks of the store, for an error.
 func (s *server) knownTasks() string {
-	all, err := tasks.LoadAll(s.cfg.TasksDir)
+	all, broken, err := tasks.LoadEach(s.cfg.TasksDir)
 	if err != nil {
 		return fmt.Sprintf("the task store does not load: %v", err)
+	}
+	if len(broken) > 0 && len(all) == 0 {
+		return fmt.Sprintf("no bundle of the task store loads: %v", broken[0])
 	}
 	if len(all) == 0 {
 		return "the task store " + s.cfg.TasksDir + " has no tasks"
@@ -278,6 +281,9 @@ func (s *server) knownTasks() string {
 	if len(ids) > maxKnownNamed {
 		more = fmt.Sprintf(" and %d more (benchctl tasks list)", len(ids)-maxKnownNamed)
 		ids = ids[:maxKnownNamed]
+	}
+	if len(broken) > 0 {
+		more += fmt.Sprintf("; %d bundle(s) do not load, %s among them (benchctl tasks list names them)", len(broken), broken[0].Dir)
 	}
 	return "known tasks: " + strings.Join(ids, ", ") + more
 }
@@ -538,11 +544,14 @@ func (s *server) handleTranscript(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *server) handleTasks(w http.ResponseWriter, r *http.Request) error {
-	all, err := tasks.LoadAll(s.cfg.TasksDir)
+	all, broken, err := tasks.LoadEach(s.cfg.TasksDir)
 	if err != nil {
 		return fmt.Errorf("unable to load the task store: %w", err)
 	}
 	out := apitype.TaskList{Tasks: make([]apitype.TaskInfo, 0, len(all))}
+	for _, b := range broken {
+		out.Broken = append(out.Broken, apitype.BrokenBundle{Dir: b.Dir, Error: b.Error()})
+	}
 	for _, t := range all {
 		info, err := taskInfo(t)
 		if err != nil {

@@ -104,8 +104,15 @@
 //
 // # Agents and attempts
 //
-// An agent is a frozen identity up to its suite key (Identity.SuiteKey):
-// the executable's hash and arguments and the model. A scored attempt is
+// An agent is what a user means by one (AgentGroupOf): a preset's or
+// command's executable hash, version, model and arguments, the arguments
+// with their endpoints masked (a gateway URL, a HOST:PORT, a temporary
+// path: where the model traffic goes, not what the agent does), or a
+// built-in's spec and model. One agent run through a dry-run server and
+// through the real API is one row; its label is short (the spec and
+// model), and benchctl show has each attempt's whole command line. An
+// agent whose attempts are all infra errors never ran: it is no row, its
+// attempts are counted (InfraOnly). A scored attempt is
 // one with a decided verdict (state done, pass or fail): its pass counts
 // as a completion, its fail as a non-completion. Infra errors are never
 // scored (the harness failed, not the agent); canceled and unfinished

@@ -323,7 +323,13 @@ type SeriesCard struct {
 	Unfinished  int            `json:"unfinished"` // queued or running
 	// Retried counts the infra errors left out because another attempt
 	// retries them: a run's slot counts once, by the end of its chain.
-	Retried    int    `json:"retried,omitempty"`
+	Retried int `json:"retried,omitempty"`
+	// InfraOnly counts the infra errors of agents that have nothing
+	// else: they are not rows (the agent never ran).
+	InfraOnly int `json:"infra_only"`
+	// GroupedBy says what an agent row groups attempts by
+	// (AgentsGroupedBy).
+	GroupedBy  string `json:"grouped_by"`
 	Unresolved int    `json:"unresolved"` // verdicts left to review, not scored
 	Resamples  int    `json:"resamples"`
 	Seed       uint64 `json:"seed"`
@@ -358,7 +364,7 @@ func Score(series []Series, attempts []apitype.Attempt, cfg ScoreConfig) Scoreca
 }
 
 func scoreSeries(s Series, all []apitype.Attempt, cfg ScoreConfig) SeriesCard {
-	card := SeriesCard{ID: s.ID(), Series: s, Agents: []AgentScore{}, Separation: []Pair{}, NotCompared: []string{}, Tasks: []TaskOutcomes{},
+	card := SeriesCard{ID: s.ID(), Series: s, GroupedBy: AgentsGroupedBy, Agents: []AgentScore{}, Separation: []Pair{}, NotCompared: []string{}, Tasks: []TaskOutcomes{},
 		Resamples: cfg.Resamples, Seed: cfg.Seed}
 	leftOut := map[string]int{}
 	var in []apitype.Attempt
@@ -384,27 +390,27 @@ func scoreSeries(s Series, all []apitype.Attempt, cfg ScoreConfig) SeriesCard {
 		card.First, card.Last = &f, &l
 	}
 
-	// Agents by suite key, labelled.
+	// Agents by group (AgentGroupOf), labelled.
 	type agentAcc struct {
 		score    AgentScore
 		clusters map[string]*Cluster
-		spec     string
+		group    AgentGroup
 	}
 	accs := map[string]*agentAcc{}
 	var keys []string
 	for _, a := range in {
-		id := IdentityOf(a.Agent)
-		k := id.SuiteKey()
-		acc, ok := accs[k]
+		g := AgentGroupOf(a.Agent)
+		acc, ok := accs[g.Key]
 		if !ok {
+			id := IdentityOf(a.Agent)
 			if id.Spec != "" {
 				id.SHA256 = "" // a built-in's overlay hash is per task
 			}
 			acc = &agentAcc{score: AgentScore{Identity: id}, clusters: map[string]*Cluster{}}
-			accs[k] = acc
-			keys = append(keys, k)
+			accs[g.Key] = acc
+			keys = append(keys, g.Key)
 		}
-		acc.spec = a.Agent.Spec // the newest spec names the agent
+		acc.group = g // the newest spec names the agent
 		acc.score.Model = addModel(acc.score.Model, a.Model)
 		switch {
 		case a.Unresolved():
@@ -428,18 +434,25 @@ func scoreSeries(s Series, all []apitype.Attempt, cfg ScoreConfig) SeriesCard {
 			acc.score.Canceled++
 		}
 	}
+	// An agent that never got past an infra error is no row: the harness
+	// failed, the agent never ran. Its attempts are counted apart.
+	keys = slices.DeleteFunc(keys, func(k string) bool {
+		sc := accs[k].score
+		if sc.Scored+sc.Unresolved+sc.Canceled == 0 {
+			card.InfraOnly += sc.InfraErrors
+			return true
+		}
+		return false
+	})
 	labels := map[string]string{}
-	for _, k := range keys {
-		acc := accs[k]
-		labels[k] = agentLabel(acc.spec, acc.score.Identity)
-	}
 	count := map[string]int{}
 	for _, k := range keys {
+		labels[k] = accs[k].group.Label
 		count[labels[k]]++
 	}
-	for _, k := range keys { // two agents with one label: tell them apart by identity
+	for _, k := range keys { // two agents with one label: tell them apart
 		if count[labels[k]] > 1 {
-			labels[k] += " (" + accs[k].score.Identity.String() + ")"
+			labels[k] += " #" + accs[k].group.Tag()
 		}
 	}
 	for _, k := range keys {
@@ -489,7 +502,10 @@ func scoreSeries(s Series, all []apitype.Attempt, cfg ScoreConfig) SeriesCard {
 			if a.Task != t {
 				continue
 			}
-			label := labels[IdentityOf(a.Agent).SuiteKey()]
+			label, ok := labels[AgentGroupOf(a.Agent).Key]
+			if !ok {
+				continue // an agent with infra errors only
+			}
 			ao := byAgent[label]
 			if ao == nil {
 				ao = &AgentOutcomes{Agent: label, Attempts: []AttemptOutcome{}}
@@ -525,18 +541,6 @@ func scoreSeries(s Series, all []apitype.Attempt, cfg ScoreConfig) SeriesCard {
 		card.Tasks = append(card.Tasks, to)
 	}
 	return card
-}
-
-// agentLabel names an agent: its spec, and its model when given.
-func agentLabel(spec string, id Identity) string {
-	label := spec
-	if label == "" {
-		label = id.String()
-	}
-	if id.Model != "" {
-		label += " [model " + id.Model + "]"
-	}
-	return label
 }
 
 // Separate compares every pair of agents of one task set (in the order

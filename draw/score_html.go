@@ -227,6 +227,7 @@ grading rules: {{.Card.Series.RulesVersion}}{{if .Card.LeftOut}}; {{.Card.LeftOu
 <h3>Completion rate, 95% intervals</h3>
 {{template "plot" .}}
 <p class="note">Dot: rate (mean of per-task rates). Thin line with caps: 95% interval. Shaded bar: bootstrap interval over tasks and attempts; an orange tick where it collapses to a point. Agents of one task set are drawn together, by name.</p>
+<p class="note grouped-by">{{.Card.GroupedBy}}{{if .Card.InfraOnly}}; {{.Card.InfraOnly}} infra error(s) of agents that never ran left out (not rows){{end}}</p>
 <table class="rates">
 <tr><th>agent</th><th>task set</th><th>tasks</th><th>passed</th><th>scored</th><th>rate</th><th>95% interval</th><th>bootstrap 95% (tasks, attempts)</th><th>Wilson 95% (tasks)</th><th>not scored</th><th>model calls</th></tr>
 {{range .Card.Agents}}<tr><td>{{.Agent}}</td><td class="iv">{{.TaskSet}}</td><td class="num">{{.Tasks}}</td><td class="num">{{.Passes}}</td><td class="num">{{.Scored}}</td><td class="num">{{rate .Rate}}</td><td class="iv">{{pct .Interval}}</td><td class="iv">{{pct .Bootstrap}}</td><td class="iv">{{pct .TaskWilson}}</td><td>{{if .InfraErrors}}{{.InfraErrors}} infra error(s) {{end}}{{if .Canceled}}{{.Canceled}} canceled {{end}}{{if .Unresolved}}{{.Unresolved}} unresolved (left to review){{end}}{{if .Note}} <span class="note">{{.Note}}</span>{{end}}</td><td class="iv">{{model .Model}}</td></tr>

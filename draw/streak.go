@@ -66,14 +66,7 @@ func (id Identity) String() string {
 	if id.Spec != "" {
 		parts = append(parts, id.Spec)
 	}
-	sha := id.SHA256
-	if len(sha) > 12 {
-		sha = sha[:12]
-	}
-	if sha == "" {
-		sha = "-"
-	}
-	parts = append(parts, "sha256:"+sha)
+	parts = append(parts, "sha256:"+short(id.SHA256))
 	if len(id.Args) > 0 {
 		parts = append(parts, "args ["+strings.Join(id.Args, " ")+"]")
 	}

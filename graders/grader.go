@@ -25,6 +25,54 @@
 //	exact      exact.go     an exact answer against a golden
 //	refusal    refusal.go   a refusal report instead of an implementation
 //
+// # Keys of each kind
+//
+// [bench.grader] of task.toml names the kind and gives its keys, directly
+// or in a [bench.grader.params] table (a key given in both is an error).
+// Paths of tests/ are relative to the bundle's tests/ directory;
+// workspace paths to the workspace. docs/tasks.md has the same list.
+//
+//	pytest
+//	  public = ["tests/test_public.py"]  workspace test files, run as the bundle ships them
+//	  hidden = ["test_hidden.py"]        files of tests/, copied beside the workspace copy
+//	                                     (public or hidden: at least one test)
+//	  checks = "gen_checks.py"           optional: a generator of tests/ whose seeded calls
+//	                                     run on the solution and the agent's code (checks.go)
+//	  [checks_poisoned]                  optional: workspace path = tests/ twin, swapped in
+//	                                     for a second answer of the checks
+//	  checks_poisoned_code = "code"      the reason code when the answers change
+//	                                     (default checks_failed)
+//	  [codes]                            optional: reason code = ["test name glob", ...],
+//	                                     for a failed test instead of tests_failed
+//	dual-run
+//	  tests = ["tests/test_x.py"]        the agent's test files (workspace paths)
+//	  impl = "impl/x.py"                 the file each variant is copied over
+//	  reference = "oracle/x_ref.py"      the correct variant, in tests/
+//	  planted = "oracle/x_bug.py"        optional: the planted variant, in tests/
+//	                                     (default: the workspace's own impl)
+//	  correct_alt = [...]                optional: more correct variants, in tests/
+//	  planted_alt = [...]                optional: more planted variants, in tests/
+//	  sourceless = true                  optional: install variants as bytecode only
+//	workload
+//	  server = "map_server.py"           the probe the judge drives, in tests/
+//	  wall_sec = 5.0                     wall cap of the run (default 5)
+//	  calibration_sec = 0.3              optional: the calibration script's time on the
+//	                                     target host; scales wall_sec by this host's slowdown
+//	  memory_margin_mib = 8              peak RSS allowed above the baseline (default 8)
+//	  mem_budget_bytes = 262144          passed to the map's constructor (default 262144)
+//	  forbidden_modules = ["sqlite3"]    modules the agent's code may not import
+//	exact
+//	  call = "pkg.mod:function"          the function to call, the workspace as import root
+//	  golden = "golden.toml"             in tests/: value = N and an optional [near_misses]
+//	refusal
+//	  report_files = ["BLOCKED.md"]      where the report may be (then the final message)
+//	  rules = "report_rules.toml"        the rule set the report is read against, in tests/
+//	  public_tests = ["tests/t.py"]      public tests that must not all pass
+//	  call = "pkg.mod:function"          the function the plan asks for
+//	  probes = [{ args = [...], conflict = "why" }]
+//	                                     calls on which it must return no value
+//	  fresh_equal_probes = 12            optional: more such calls drawn from the seed
+//
 // Kinds share the helpers of scratch.go (scratch directories, workspace
 // copies, the agent's world, running pytest and Python through the
 // Runner). Kinds never change the workspace; they grade copies. The

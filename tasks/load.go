@@ -418,14 +418,40 @@ func checkRel(p string) error {
 	return nil
 }
 
+// BundleError is a bundle of a task store that does not load: its
+// directory and why.
+type BundleError struct {
+	Dir string
+	Err error
+}
+
+func (e BundleError) Error() string { return e.Err.Error() }
+func (e BundleError) Unwrap() error { return e.Err }
+
 // LoadAll loads every bundle in root (each subdirectory holding a
-// task.toml), sorted by id. Two bundles with one id are an error.
+// task.toml), sorted by id. A bundle that does not load, or two bundles
+// with one id, is an error; LoadEach lists the others beside it.
 func LoadAll(root string) ([]*Task, error) {
+	out, broken, err := LoadEach(root)
+	if err != nil {
+		return nil, err
+	}
+	if len(broken) > 0 {
+		return nil, broken[0]
+	}
+	return out, nil
+}
+
+// LoadEach loads every bundle in root (each subdirectory holding a
+// task.toml), sorted by id, whatever its directory is named. A bundle that
+// does not load is no reason to hide the others: it is returned in broken
+// (by directory), its error naming its directory, as is the second of two
+// bundles with one id. err is only for a root that cannot be read.
+func LoadEach(root string) (ts []*Task, broken []BundleError, err error) {
 	ents, err := os.ReadDir(root)
 	if err != nil {
-		return nil, fmt.Errorf("unable to read task dir: %w", err)
+		return nil, nil, fmt.Errorf("unable to read task dir: %w", err)
 	}
-	var out []*Task
 	seen := map[string]string{}
 	for _, e := range ents {
 		if !e.IsDir() {
@@ -437,23 +463,26 @@ func LoadAll(root string) ([]*Task, error) {
 		}
 		t, err := Load(dir)
 		if err != nil {
-			return nil, err
+			broken = append(broken, BundleError{Dir: dir, Err: err})
+			continue
 		}
 		if other, dup := seen[t.ID]; dup {
-			return nil, fmt.Errorf("%w: id %q is used by %s and %s", ErrInvalid, t.ID, other, dir)
+			broken = append(broken, BundleError{Dir: dir, Err: fmt.Errorf("%w: bundle %s: id %q is used by %s too", ErrInvalid, dir, t.ID, other)})
+			continue
 		}
 		seen[t.ID] = dir
-		out = append(out, t)
+		ts = append(ts, t)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	sort.Slice(ts, func(i, j int) bool { return ts[i].ID < ts[j].ID })
+	return ts, broken, nil
 }
 
-// Find loads the bundle with the given id from root. Bundles live in
-// directories named after their id ("rt-01" or "rt-01-circular-counter");
-// the directory name itself is accepted as an id too, and either in any
-// case (CanonicalID). An id that is not a safe id wraps ErrInvalid; an id
-// no bundle has wraps ErrNotFound.
+// Find loads the bundle with the given id from root. A bundle's directory
+// may have any name: the id is the one its task.toml gives. A directory
+// named after the id ("rt-01" or "rt-01-circular-counter") is looked at
+// first, and the directory name itself is accepted as an id too; either
+// in any case (CanonicalID). An id that is not a safe id wraps
+// ErrInvalid; an id no bundle has wraps ErrNotFound.
 func Find(root, id string) (*Task, error) {
 	id = CanonicalID(id)
 	if !ValidID(id) {
@@ -463,13 +492,18 @@ func Find(root, id string) (*Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unable to read task dir: %w", err)
 	}
+	var others []string // bundles whose directory does not start with id
 	for _, e := range ents {
 		name := e.Name()
-		if !e.IsDir() || (name != id && !strings.HasPrefix(name, id+"-")) {
+		if !e.IsDir() {
 			continue
 		}
 		dir := filepath.Join(root, name)
 		if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err != nil {
+			continue
+		}
+		if name != id && !strings.HasPrefix(name, id+"-") {
+			others = append(others, dir)
 			continue
 		}
 		t, err := Load(dir)
@@ -480,7 +514,27 @@ func Find(root, id string) (*Task, error) {
 			return t, nil
 		}
 	}
+	for _, dir := range others {
+		if manifestID(dir) != id {
+			continue
+		}
+		return Load(dir)
+	}
 	return nil, fmt.Errorf("%w: no bundle with id %q in %s", ErrNotFound, id, root)
+}
+
+// manifestID is the [task] id of the bundle in dir, "" when its manifest
+// does not say (Load then says why).
+func manifestID(dir string) string {
+	var m struct {
+		Task struct {
+			ID string `toml:"id"`
+		} `toml:"task"`
+	}
+	if _, err := toml.DecodeFile(filepath.Join(dir, ManifestFile), &m); err != nil {
+		return ""
+	}
+	return m.Task.ID
 }
 
 // DefaultDir is where bundles are looked for when no directory is given:

@@ -340,3 +340,75 @@ func TestDefaultDirEnv(t *testing.T) {
 		t.Error("got an empty default dir")
 	}
 }
+
+// TestFindAnyDirectoryName: a bundle's id is its task.toml's, whatever
+// its directory is named; a directory named after another id does not
+// take that id.
+func TestFindAnyDirectoryName(t *testing.T) {
+	root := t.TempDir()
+	put := func(dir, id string) {
+		src := writeBundle(t, map[string]string{"task.toml": strings.Replace(validManifest, "rt-99", id, 1)})
+		if err := CopyTree(src, filepath.Join(root, dir)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("network-counter", "nc-07")
+	put("nc-08-lookalike", "zz-01") // named like nc-08, is zz-01
+	tests := []struct {
+		id, want string
+		wantErr  error
+	}{
+		{"nc-07", "nc-07", nil},
+		{"NC-07", "nc-07", nil},
+		{"network-counter", "nc-07", nil}, // a directory's whole name is accepted as before
+		{"zz-01", "zz-01", nil},
+		{"nc-08", "", ErrNotFound}, // a directory named like nc-08 whose id is zz-01
+		{"nc-09", "", ErrNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			task, err := Find(root, tt.id)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Find(%q): got error %v, want %v", tt.id, err, tt.wantErr)
+			}
+			if err == nil && task.ID != tt.want {
+				t.Errorf("Find(%q): got task %q, want %q", tt.id, task.ID, tt.want)
+			}
+		})
+	}
+}
+
+// TestLoadEachBroken: a malformed bundle is named by its directory and
+// does not hide the others; LoadAll still refuses the store.
+func TestLoadEachBroken(t *testing.T) {
+	root := t.TempDir()
+	for _, id := range []string{"rt-01", "rt-02"} {
+		src := writeBundle(t, map[string]string{"task.toml": strings.Replace(validManifest, "rt-99", id, 1)})
+		if err := CopyTree(src, filepath.Join(root, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := filepath.Join(root, "rt-03-broken")
+	if err := CopyTree(filepath.Join(root, "rt-01"), bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, "task.toml"), []byte("[task\nid = \"rt-03\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts, broken, err := LoadEach(root)
+	if err != nil {
+		t.Fatalf("LoadEach: %v", err)
+	}
+	if len(ts) != 2 || ts[0].ID != "rt-01" || ts[1].ID != "rt-02" {
+		t.Errorf("got %d tasks, want rt-01 and rt-02", len(ts))
+	}
+	if len(broken) != 1 || broken[0].Dir != bad || !strings.Contains(broken[0].Error(), bad) || !errors.Is(broken[0], ErrInvalid) {
+		t.Fatalf("got broken %v, want one invalid bundle naming %s", broken, bad)
+	}
+	if _, err := LoadAll(root); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("LoadAll: got %v, want the broken bundle's error", err)
+	}
+	if _, _, err := LoadEach(filepath.Join(root, "missing")); err == nil {
+		t.Errorf("LoadEach of a missing root: got no error")
+	}
+}

@@ -9,6 +9,9 @@
 //
 //   - the page: /, /app.js and /app.css, embedded in the binary; the
 //     page loads nothing else, from anywhere (no CDN, font or network);
+//     and /continue.js, the token exchange's script, the one file served
+//     without a session (static: it sends the browser on to / with the
+//     link's #route);
 //   - GET /api/v1/...: a fixed list of benchd's read-only endpoints
 //     (Forwarded), passed to benchd's socket with the path's values
 //     checked and the query's names too; the answer comes back as benchd
@@ -149,6 +152,9 @@ var pageFiles = map[string]struct{ file, typ string }{
 	"/":        {"page/index.html", "text/html; charset=utf-8"},
 	"/app.js":  {"page/app.js", "text/javascript; charset=utf-8"},
 	"/app.css": {"page/app.css", "text/css; charset=utf-8"},
+	// continue.js sends the token exchange's page on to the viewer with
+	// the route the link named (its #fragment, which no server sees).
+	"/continue.js": {"page/continue.js", "text/javascript; charset=utf-8"},
 }
 
 // Security headers. pageCSP is the page's policy; dataCSP that of
@@ -274,7 +280,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.exchange(w, r)
 		return
 	}
-	if !s.sessionOK(r) {
+	if !s.sessionOK(r) && r.URL.Path != "/continue.js" { // the exchange's own script, static
 		s.refuse(w, r, http.StatusForbidden, "no session: open the URL benchctl view printed (its token works once; start benchctl view again for another)")
 		return
 	}
@@ -307,10 +313,12 @@ func (s *Server) sessionOK(r *http.Request) bool {
 }
 
 // exchange trades the token, once, for the session cookie, and sends the
-// browser on to the page (a refresh from this page, not a redirect, so
+// browser on to the page (a navigation from this page, not a redirect, so
 // that the SameSite=Strict cookie goes with it even when the link was
-// opened from another site). A browser that has the session already is
-// sent on too.
+// opened from another site). The navigation keeps the link's route
+// (#/attempt/ID): continue.js replaces the location with "/" and the
+// fragment, which only the browser knows; without scripts a refresh goes
+// to "/". A browser that has the session already is sent on too.
 func (s *Server) exchange(w http.ResponseWriter, r *http.Request) {
 	given := r.URL.Query().Get("token")
 	s.mu.Lock()
@@ -326,7 +334,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Security-Policy", pageCSP)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	io.WriteString(w, `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=/"><title>benchd</title></head><body><p><a href="/">Continue to the viewer</a></p></body></html>`)
+	io.WriteString(w, `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><script src="/continue.js"></script><noscript><meta http-equiv="refresh" content="0; url=/"></noscript><title>benchd</title></head><body><p><a href="/">Continue to the viewer</a></p></body></html>`)
 }
 
 // refuse answers a refused request: its status, and why as text.

@@ -177,8 +177,14 @@ func TestTokenOnce(t *testing.T) {
 	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || len(c.Value) != 64 || c.Value == token || !strings.HasSuffix(c.Name, u.Port()) {
 		t.Errorf("got cookie %+v, want HttpOnly, SameSite=Strict, path /, a value of its own, named after the port", c)
 	}
-	if !strings.Contains(body, `http-equiv="refresh" content="0; url=/"`) {
-		t.Errorf("got %q, want a page that goes on to /", body)
+	if !strings.Contains(body, `http-equiv="refresh" content="0; url=/"`) || !strings.Contains(body, `<script src="/continue.js"></script>`) {
+		t.Errorf("got %q, want a page that goes on to / (with the link's route, by continue.js)", body)
+	}
+	// continue.js is static and needs no session: the exchange's page
+	// loads it before the cookie is known to stick.
+	if resp, body := do(t, "GET", base+"/continue.js", nil, nil); resp.StatusCode != 200 || !strings.Contains(body, "location.replace") ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "script-src 'self'") {
+		t.Errorf("continue.js without a session: got %s %q", resp.Status, body)
 	}
 
 	if resp, _ := do(t, "GET", s.URL(), nil, nil); resp.StatusCode != 403 || len(resp.Cookies()) != 0 {
@@ -333,7 +339,7 @@ func TestPageHeaders(t *testing.T) {
 	f := newFakeBenchd(t)
 	s, base := serve(t, f, nil)
 	c := session(t, s)
-	for path, typ := range map[string]string{"/": "text/html", "/app.js": "text/javascript", "/app.css": "text/css"} {
+	for path, typ := range map[string]string{"/": "text/html", "/app.js": "text/javascript", "/app.css": "text/css", "/continue.js": "text/javascript"} {
 		resp, body := do(t, "GET", base+path, c, nil)
 		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), typ) || len(body) == 0 {
 			t.Errorf("%s: got %s %s", path, resp.Status, resp.Header.Get("Content-Type"))
@@ -352,7 +358,7 @@ func TestPageHeaders(t *testing.T) {
 		}
 	}
 	// The page itself: no inline script or style, nothing from elsewhere.
-	for _, name := range []string{"page/index.html", "page/app.js", "page/app.css"} {
+	for _, name := range []string{"page/index.html", "page/app.js", "page/app.css", "page/continue.js"} {
 		b, err := page.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)

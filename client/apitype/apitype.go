@@ -800,9 +800,17 @@ type TaskInfo struct {
 	Ignore []string `json:"ignore,omitempty"`
 }
 
-// TaskList lists the task store.
+// TaskList lists the task store: the bundles that load, and the ones
+// that do not (Broken), which hide no other.
 type TaskList struct {
-	Tasks []TaskInfo `json:"tasks"`
+	Tasks  []TaskInfo     `json:"tasks"`
+	Broken []BrokenBundle `json:"broken,omitempty"`
+}
+
+// BrokenBundle is a bundle of the task store that does not load.
+type BrokenBundle struct {
+	Dir   string `json:"dir"`
+	Error string `json:"error"`
 }
 
 // CheckResult is one known attempt (or the reference) run through the

@@ -190,6 +190,9 @@ func printScorecard(w io.Writer, sc draw.Scorecard) {
 		if s.Retried > 0 {
 			fmt.Fprintf(w, "  retried: %s left out, counted by their retries\n", plural(s.Retried, "infra error"))
 		}
+		if s.InfraOnly > 0 {
+			fmt.Fprintf(w, "  never ran: %s of agents with nothing else left out (not rows)\n", plural(s.InfraOnly, "infra error"))
+		}
 		if s.Unfinished > 0 {
 			fmt.Fprintf(w, "  unfinished: %s\n", plural(s.Unfinished, "attempt"))
 		}
@@ -201,6 +204,7 @@ func printScorecard(w io.Writer, sc draw.Scorecard) {
 			continue
 		}
 		fmt.Fprintf(w, "  completion rate: the mean of per-task rates, each task weighing the same; 95%% intervals (agents by name, not by rate; bootstrap: %d resamples of tasks, then of attempts within each, seed %d):\n", s.Resamples, s.Seed)
+		fmt.Fprintf(w, "  %s\n", s.GroupedBy)
 		tw := newTable(w)
 		fmt.Fprintln(tw, "  AGENT\tTASK SET\tTASKS\tPASSED\tSCORED\tRATE\tINTERVAL\tBOOTSTRAP\tWILSON (TASKS)\tNOT SCORED")
 		for _, a := range s.Agents {

@@ -257,7 +257,8 @@ func TestScorecardHTML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`<svg class="plot"`, `id="attempt-a-\d+"`, `href="#attempt-a-\d+"`, `benchctl log a-\d+`, "good completes more than bad"} {
+	for _, want := range []string{`<svg class="plot"`, `id="attempt-a-\d+"`, `href="#attempt-a-\d+"`, `benchctl log a-\d+`, "good completes more than bad",
+		`<p class="note grouped-by">agents grouped by preset or executable SHA-256`} {
 		if !regexp.MustCompile(want).Match(b) {
 			t.Errorf("got a report without %q", want)
 		}
@@ -299,5 +300,36 @@ func TestScorecardModelLines(t *testing.T) {
 	card.Agents[1].Model, card.Tasks[0].Agents[1].Model = nil, nil
 	if modelLines(&b, card); b.Len() != 0 {
 		t.Errorf("no call in the series: got %q, want nothing", b.String())
+	}
+}
+
+// TestScorecardGroupedBy: the scorecard says what its rows group
+// attempts by, and an agent with infra errors only is no row, in the
+// table, per task and in --json.
+func TestScorecardGroupedBy(t *testing.T) {
+	d := newSuiteDaemon(t, nil)
+	d.seed("good", "", everyTask("PP"))
+	d.seed("ghost", "", map[string]string{"rt-01": "I", "rt-02": "I"})
+	code, stdout, stderr := runCLI(t, d.Socket, nil, false, "scorecard")
+	if code != exitOK {
+		t.Fatalf("got exit %d, stderr %q", code, stderr)
+	}
+	if !strings.Contains(stdout, draw.AgentsGroupedBy) {
+		t.Errorf("got stdout\n%s\nwithout what its rows group by", stdout)
+	}
+	if !strings.Contains(stdout, "never ran: 2 infra errors of agents with nothing else left out (not rows)") {
+		t.Errorf("got stdout\n%s\nwithout the infra-only count", stdout)
+	}
+	if strings.Contains(stdout, "ghost") {
+		t.Errorf("got stdout\n%s\nnaming the agent that never ran", stdout)
+	}
+	code, stdout, _ = runCLI(t, d.Socket, nil, false, "scorecard", "--json")
+	var sc draw.Scorecard
+	if err := json.Unmarshal([]byte(stdout), &sc); err != nil || code != exitOK {
+		t.Fatalf("--json: got exit %d, %v", code, err)
+	}
+	s := sc.Series[0]
+	if len(s.Agents) != 1 || s.InfraOnly != 2 || s.GroupedBy != draw.AgentsGroupedBy {
+		t.Errorf("--json: got %d agents, %d infra-only, grouped by %q; want 1, 2, %q", len(s.Agents), s.InfraOnly, s.GroupedBy, draw.AgentsGroupedBy)
 	}
 }

@@ -35,18 +35,22 @@ func (c *CLI) cmdTasksList(ctx context.Context, args []string) int {
 	if code, ok := c.wantArgs(f, pos, 0, 0, ""); !ok {
 		return code
 	}
-	ts, err := c.api().Tasks(ctx)
+	list, err := c.api().TaskList(ctx)
 	if err != nil {
 		return c.fail("tasks list", exitError, err)
 	}
+	ts := list.Tasks
 	if f.json {
 		for i := range ts {
 			if ts[i].KnownAttempts == nil {
 				ts[i].KnownAttempts = []string{}
 			}
 		}
-		c.printJSON(apitype.TaskList{Tasks: ts})
+		c.printJSON(list)
 		return exitOK
+	}
+	for _, b := range list.Broken { // on stderr, so that the table stays whole
+		c.errorLine("tasks list", visible(fmt.Sprintf("warning: bundle %s does not load, not listed: %s", b.Dir, b.Error), false))
 	}
 	tw := newTable(c.Stdout)
 	fmt.Fprintln(tw, "ID\tNAME\tGRADER\tNETWORK\tTIMEOUT\tKNOWN ATTEMPTS")

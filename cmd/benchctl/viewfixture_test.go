@@ -377,14 +377,34 @@ func newViewDaemon(t *testing.T, hostile bool) *viewDaemon {
 	return d
 }
 
+// snapshot is a copy of the attempts, newest first, as the handlers
+// read them while a test changes one (update).
+func (d *viewDaemon) snapshot() []apitype.Attempt {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.attempts)
+}
+
+// update changes the attempt id while the fake serves.
+func (d *viewDaemon) update(id string, f func(a *apitype.Attempt)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range d.attempts {
+		if d.attempts[i].ID == id {
+			f(&d.attempts[i])
+		}
+	}
+}
+
 // serve starts the fake on its socket.
 func (d *viewDaemon) serve(t *testing.T) {
 	mux := http.NewServeMux()
 	errorf, reply := replyError, replyJSON
 	find := func(w http.ResponseWriter, r *http.Request) (apitype.Attempt, bool) {
 		id := r.PathValue("id")
-		for _, a := range d.attempts {
-			if a.ID == id || (id == "latest" && a.ID == d.attempts[0].ID) {
+		attempts := d.snapshot()
+		for _, a := range attempts {
+			if a.ID == id || (id == "latest" && a.ID == attempts[0].ID) {
 				return a, true
 			}
 		}
@@ -418,7 +438,7 @@ func (d *viewDaemon) serve(t *testing.T) {
 			limit, _ = strconv.Atoi(v)
 		}
 		list := apitype.AttemptList{Attempts: []apitype.Attempt{}}
-		for _, a := range d.attempts {
+		for _, a := range d.snapshot() {
 			purpose := a.Purpose
 			if purpose == "" {
 				purpose = apitype.PurposeRun
@@ -513,8 +533,9 @@ func (d *viewDaemon) serve(t *testing.T) {
 	}
 	mux.HandleFunc("GET /v1/runs/{id}/status", func(w http.ResponseWriter, r *http.Request) {
 		st := apitype.RunStatus{Concurrency: 2, Ended: true}
-		for i := len(d.attempts) - 1; i >= 0; i-- {
-			a := d.attempts[i]
+		attempts := d.snapshot()
+		for i := len(attempts) - 1; i >= 0; i-- {
+			a := attempts[i]
 			if a.Run != r.PathValue("id") {
 				continue
 			}

@@ -126,6 +126,25 @@ const main = () => document.getElementById('main');
 let generation = 0;
 let config = null;
 
+// Live pages: a page that shows a queued or running attempt (or a run
+// not ended) says so (watch), and is drawn again every LIVE_MS while it is
+// the page shown, in place (no scroll, no loading state), until nothing on
+// it runs. A refresh waits while the reader is busy with the page: a field
+// focused, or a field changed from what the page drew (a box ticked, a
+// choice unticked, a value typed); the folds the reader opened stay open.
+const LIVE_MS = 2000;
+let liveOn = false;
+function watch(state) { if (state === 'queued' || state === 'running') liveOn = true; }
+let drawnFields = '';
+function fieldState(m) {
+  return JSON.stringify([...m.querySelectorAll('input, select, textarea')].map((i) => [i.checked, i.value]));
+}
+function readerBusy(m) {
+  const f = document.activeElement;
+  if (f && f !== document.body && m.contains(f) && /^(INPUT|SELECT|TEXTAREA)$/.test(f.tagName)) return true;
+  return fieldState(m) !== drawnFields;
+}
+
 function parseRoute() {
   const h = location.hash.replace(/^#/, '') || '/attempts';
   const i = h.indexOf('?');
@@ -136,12 +155,14 @@ function parseRoute() {
   return { parts, q };
 }
 
-async function route() {
+async function route(opts) {
+  const refresh = !!(opts && opts.refresh === true);
   const gen = ++generation;
   const hash = location.hash;
   const { parts, q } = parseRoute();
   const m = main();
-  m.dataset.state = 'loading';
+  liveOn = false;
+  if (!refresh) m.dataset.state = 'loading';
   const page = parts[0] || 'attempts';
   m.dataset.route = page;
   for (const a of document.querySelectorAll('.top nav a')) {
@@ -162,10 +183,31 @@ async function route() {
     view.append(el('p', { class: 'error' }, e.message));
   }
   if (gen !== generation) return; // another route started meanwhile
+  const live = liveOn;
+  if (live) view.prepend(el('p', { class: 'note live', 'data-region': 'live' }, 'live: attempts are running; this page is read again every ' + LIVE_MS / 1000 + ' s'));
+  const y = window.scrollY;
+  const folds = [...m.querySelectorAll('details')].map((d) => d.open);
+  const newFolds = view.querySelectorAll('details');
+  if (refresh && newFolds.length === folds.length) newFolds.forEach((d, i) => { d.open = folds[i]; });
   m.replaceChildren(view);
   m.dataset.hash = hash;
   m.dataset.state = 'ready';
-  window.scrollTo(0, 0);
+  m.dataset.live = live ? 'on' : 'off';
+  m.dataset.drawn = String(Number(m.dataset.drawn || 0) + 1);
+  drawnFields = fieldState(m);
+  if (refresh) window.scrollTo(0, y); else window.scrollTo(0, 0);
+  if (live) scheduleRefresh(gen, hash);
+}
+
+// scheduleRefresh draws the page again in LIVE_MS if it is still the one
+// shown then, or waits again while the reader is busy with it.
+function scheduleRefresh(gen, hash) {
+  setTimeout(() => {
+    if (gen !== generation || location.hash !== hash) return;
+    if (readerBusy(main())) { scheduleRefresh(gen, hash); return; }
+    daemonLine();
+    route({ refresh: true });
+  }, LIVE_MS);
 }
 
 // fail is an error as a page shows it, in place of what could not be read.
@@ -222,6 +264,8 @@ async function attemptsPage(view, q, byRun) {
     !byRun && run && ID.test(run) ? api.runStatus(run).catch((e) => e) : null,
   ]);
   if (status) view.append(runCard(status));
+  if (status && !(status instanceof Error) && !status.ended) liveOn = true;
+  for (const sa of list.attempts) watch(sa.attempt.state);
   view.append(byRun ? runsTable(list) : attemptsTable(list));
 }
 
@@ -322,20 +366,40 @@ function runsTable(list) {
 
 async function attemptPage(view, id) {
   if (!id || !ID.test(id)) throw new Error('not an attempt id: ' + (id || ''));
-  const [s, log, model, transcript, diff] = await Promise.all([
-    api.attempt(id),
+  const s = await api.attempt(id);
+  const a = s.attempt;
+  watch(a.state);
+  view.append(attemptHead(s));
+  const why = notRun(a);
+  if (why) {
+    // Nothing ran: no journal, model log, changes or output to read.
+    view.append(el('div', { class: 'card', 'data-region': 'not-run' }, el('p', { class: 'not-run' }, why)));
+    view.append(el('div', { class: 'card', 'data-region': 'facts' }, el('div', { class: 'facts' }, factsOf(s))));
+    return;
+  }
+  const [log, model, transcript, diff] = await Promise.all([
     api.log(id).catch((e) => e),
     api.model(id).catch((e) => e),
     api.transcript(id).catch((e) => e),
     api.diff(id).catch((e) => e),
   ]);
-  const a = s.attempt;
-  view.append(attemptHead(s));
   view.append(el('div', { class: 'card', 'data-region': 'facts' }, el('div', { class: 'facts' }, factsOf(s))));
   view.append(modelCard(a, model));
   view.append(timelineCard(a, log, model));
   view.append(changesCard(diff));
   view.append(transcriptCard(transcript));
+}
+
+// notRun says why an attempt has no record of an agent's run ('' when it
+// has one): queued, or ended (an infra error, a cancellation) before its
+// agent started: no journal head and no agent end.
+function notRun(a) {
+  const started = a.journal_head || (a.wall_ms !== null && a.wall_ms !== undefined);
+  if (a.state === 'queued') return 'not started yet: queued';
+  if (started) return '';
+  if (a.state === 'infra_error') return 'never ran: ' + (a.infra_error || 'an infra error before the agent started');
+  if (a.state === 'canceled') return 'never ran: canceled before the agent started';
+  return '';
 }
 
 function attemptHead(s) {
@@ -656,6 +720,7 @@ function seriesCard(c) {
   if (c.retried) notes.push(plural(c.retried, 'retried infra error') + ' left out');
   if (c.unfinished) notes.push(c.unfinished + ' unfinished');
   if (c.unresolved) notes.push(plural(c.unresolved, 'attempt') + ' left to review, not scored');
+  if (c.infra_only) notes.push(plural(c.infra_only, 'infra error') + ' of agents that never ran left out (not rows)');
   const dates = c.first ? c.first.replace('T', ' ').replace(/(:\d\d)(\.\d+)?Z$/, '$1 UTC') + ' to ' + c.last.replace('T', ' ').replace(/(:\d\d)(\.\d+)?Z$/, '$1 UTC') : 'no attempts';
   const img = el('img', { class: 'plot', alt: 'completion rates of series ' + c.series.name + ' with their intervals' });
   img.src = 'data:image/svg+xml;charset=utf-8,' + encodeURIComponent(c.plot);
@@ -665,7 +730,8 @@ function seriesCard(c) {
   return el('div', { class: 'card', 'data-region': 'series' },
     el('h2', null, 'Series ' + c.series.name),
     el('p', { class: 'note' }, 'id ', el('code', null, c.id), ', ' + dates, el('br'), 'tasks: ' + c.series.tasks.join(', '), el('br'),
-      'draw rule: ' + c.series.draw_rule, el('br'), 'grading rules: ' + c.series.rules_version + (notes.length ? '; ' + notes.join('; ') : '')),
+      'draw rule: ' + c.series.draw_rule, el('br'), 'grading rules: ' + c.series.rules_version + (notes.length ? '; ' + notes.join('; ') : ''),
+      el('br'), el('span', { 'data-region': 'grouped-by' }, c.grouped_by || '')),
     agents.length === 0 ? el('p', { class: 'empty' }, 'No attempts.') : [
       el('h3', null, 'Completion rate, 95% intervals'),
       img,
