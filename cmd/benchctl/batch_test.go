@@ -74,11 +74,14 @@ func TestRunTaskFlags(t *testing.T) {
 	}{
 		{"tasks", runFlags{tasks: "rt-01,RT-02, rt-03"}, []string{"rt-01", "RT-02", "rt-03"}, ""},
 		{"one of tasks", runFlags{tasks: "rt-02"}, []string{"rt-02"}, ""},
-		{"task and tasks", runFlags{task: "rt-01", tasks: "rt-02"}, nil, "give one of --task, --tasks and --list"},
+		{"task repeated", runFlags{task: stringList{"rt-01", "rt-02"}}, []string{"rt-01", "rt-02"}, ""},
+		{"task repeated with the same id", runFlags{task: stringList{"rt-01", "RT-01"}}, nil, "--task, given 2 times: --tasks: task RT-01 given twice"},
+		{"task and tasks", runFlags{task: stringList{"rt-01"}, tasks: "rt-02"}, nil, "give one of --task, --tasks and --list"},
 		{"tasks and list", runFlags{tasks: "rt-02", list: "x"}, nil, "give one of --task, --tasks and --list"},
 		{"an empty id", runFlags{tasks: "rt-01,,rt-02"}, nil, `an empty task id`},
 		{"twice", runFlags{tasks: "rt-01,rt-01"}, nil, "task rt-01 given twice"},
 		{"a bad id", runFlags{tasks: "rt-01,../x"}, nil, `"../x" is not a task id`},
+		{"one task", runFlags{task: stringList{"rt-03"}}, nil, ""},
 		{"none", runFlags{}, nil, "missing --task ID (or --tasks ID,ID... or --list LIST)"},
 	}
 	for _, tt := range tests {
@@ -94,7 +97,10 @@ func TestRunTaskFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(req.Tasks, tt.want) || req.Attempts != 2 {
+			if len(tt.rf.task) == 1 && (req.Task != tt.rf.task[0] || req.Tasks != nil) {
+				t.Errorf("one --task: got task %q, tasks %v; want task %q alone", req.Task, req.Tasks, tt.rf.task[0])
+			}
+			if len(tt.rf.task) != 1 && !slices.Equal(req.Tasks, tt.want) || req.Attempts != 2 {
 				t.Errorf("got tasks %v, %d attempts; want %v, 2", req.Tasks, req.Attempts, tt.want)
 			}
 		})
