@@ -369,6 +369,9 @@ func (c *CLI) cmdExport(ctx context.Context, args []string) int {
 	if *out == "-" && f.json {
 		return c.usageError("export", "-o - and --json both want stdout")
 	}
+	if err := checkOutputFile(*out); err != nil {
+		return c.usageError("export", "-o %s: %v", *out, err)
+	}
 	rc, err := c.api().Export(ctx, id)
 	if err != nil {
 		return c.fail("export", exitError, err)

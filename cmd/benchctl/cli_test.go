@@ -46,6 +46,7 @@ func TestBadUsage(t *testing.T) {
 		{"list zero limit", []string{"list", "--limit", "0"}, "--limit 0"},
 		{"diff at zero", []string{"diff", "a-1", "--at", "0"}, "--at 0"},
 		{"export without file", []string{"export", "a-1"}, "missing -o FILE"},
+		{"export into a missing directory", []string{"export", "a-1", "-o", "/nonexistent-benchd/a.tar"}, "-o /nonexistent-benchd/a.tar: directory /nonexistent-benchd does not exist"},
 		{"transcript both streams", []string{"transcript", "a-1", "--stdout", "--stderr"}, "exclude each other"},
 		{"tasks without subcommand", []string{"tasks"}, "want \"tasks list\""},
 		{"tasks unknown subcommand", []string{"tasks", "run"}, `unknown subcommand "run"`},
