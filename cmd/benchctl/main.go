@@ -65,7 +65,16 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"benchd.dev/internal/buildinfo"
 )
+
+// version is benchctl's version; the scripts set it with
+// -ldflags "-X main.version=...". Empty, the build information says.
+var version string
+
+// versionText is what --version prints.
+func versionText(prog string) string { return buildinfo.Line(prog, version) }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -5,40 +5,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"strings"
+
+	"benchd.dev/internal/buildinfo"
 )
 
 // version is benchd's version; the scripts set it with
 // -ldflags "-X main.version=...". Empty, the build information says.
 var version string
 
-// versionText is what --version prints: the version set at build time,
-// else the module's version and the commit it was built from, as Go
-// stamps them.
-func versionText(prog string) string {
-	v := version
-	bi, ok := debug.ReadBuildInfo()
-	if v == "" && ok {
-		v = bi.Main.Version
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				v += " " + s.Value
-			}
-			if s.Key == "vcs.modified" && s.Value == "true" {
-				v += " (modified)"
-			}
-		}
-	}
-	if v == "" {
-		v = "unknown"
-	}
-	goVersion := "go?"
-	if ok {
-		goVersion = bi.GoVersion
-	}
-	return fmt.Sprintf("%s %s %s\n", prog, v, goVersion)
-}
+// versionText is what --version prints.
+func versionText(prog string) string { return buildinfo.Line(prog, version) }
 
 // flagLine is the usage line of fl's flags, made from the set itself so
 // that it names every flag: "[--name VALUE]..." ("[--name]" for a bool).
