@@ -154,3 +154,34 @@ func TestSetupDepsLeavesAgentsAlone(t *testing.T) {
 		t.Error("scripts/demo must run ./scripts/setup-deps alone, without the agent CLIs")
 	}
 }
+
+// TestAgentsDocTemporaryFiles: docs/agents.md says the editors'
+// temporary files are ignored by the built-in tasks; each of their
+// policies must list both patterns, or the doc is wrong.
+func TestAgentsDocTemporaryFiles(t *testing.T) {
+	doc, err := os.ReadFile("docs/agents.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "The built-in tasks list these names in\ntheir policy's `ignore` (`\"*.tmp.*\"`, `\"*.tmp\"`") {
+		t.Error("docs/agents.md no longer says the built-in tasks ignore the editors' temporary files")
+	}
+	bundles, _ := filepath.Glob("tasks/rt-*/task.toml")
+	if len(bundles) == 0 {
+		t.Fatal("no built-in task bundle")
+	}
+	for _, b := range bundles {
+		toml, err := os.ReadFile(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(toml), "\n") {
+			if strings.HasPrefix(line, "ignore = ") && !(strings.Contains(line, `"*.tmp.*"`) && strings.Contains(line, `"*.tmp"`)) {
+				t.Errorf("%s: %s lacks the temporary-file patterns docs/agents.md promises", b, line)
+			}
+		}
+		if !strings.Contains(string(toml), "\nignore = ") {
+			t.Errorf("%s has no ignore list", b)
+		}
+	}
+}

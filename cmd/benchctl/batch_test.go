@@ -230,14 +230,15 @@ func TestProgressPlain(t *testing.T) {
 	now = now.Add(time.Second)
 	p.update(st) // the periodic line
 	st.Attempts[1] = slot("a-2", "rt-02", apitype.StateDone, true, "", 1500*time.Millisecond)
+	st.Attempts[1].WallMS = 600 // the agent's part of the attempt's 1.5 s
 	st.Ended = true
 	p.update(st)
 	p.end(st, false)
 	want := strings.Join([]string{
 		"run r-1: 2 attempts of 2 tasks by builtin:null",
-		"a-1 rt-01: FAIL in 3.0s on h1 (tests_failed) [1 of 2 done]",
+		"a-1 rt-01: FAIL, attempt 3.0s, agent wall 3.0s on h1 (tests_failed) [1 of 2 done]",
 		"run r-1: 1 of 2 done, 1 failed, 1 running; eta 3.0s",
-		"a-2 rt-02: pass in 1.5s [2 of 2 done]",
+		"a-2 rt-02: pass, attempt 1.5s, agent wall 600ms [2 of 2 done]",
 		"run r-1: 2 of 2 done, 1 passed, 1 failed",
 	}, "\n") + "\n"
 	if b.String() != want {
@@ -266,9 +267,9 @@ func TestProgressPlainTogether(t *testing.T) {
 	p.end(st, true)
 	want := strings.Join([]string{
 		"run r-1: 3 attempts of 1 task by builtin:null",
-		"a-1 rt-01: pass in 1.0s [1 of 3 done]",
-		"a-2 rt-01: pass in 1.0s [2 of 3 done]",
-		"a-3 rt-01: pass in 1.0s [3 of 3 done]",
+		"a-1 rt-01: pass, attempt 1.0s, agent wall 1.0s [1 of 3 done]",
+		"a-2 rt-01: pass, attempt 1.0s, agent wall 1.0s [2 of 3 done]",
+		"a-3 rt-01: pass, attempt 1.0s, agent wall 1.0s [3 of 3 done]",
 		"run r-1: 3 of 3 done, 3 passed",
 	}, "\n") + "\n"
 	if b.String() != want {
