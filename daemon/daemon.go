@@ -246,10 +246,13 @@ func Run(ctx context.Context, cfg Config) error {
 		metricsLn = ln
 		defer metricsLn.Close()
 	}
-	// A busy socket, or one with nowhere to go, fails the start before
-	// the state directory is made, locked or migrated.
+	// A busy socket, one with nowhere to go or a missing task store fails
+	// the start before the state directory is made, locked or migrated.
 	if err := checkSocket(cfg.Socket); err != nil {
 		return err
+	}
+	if fi, err := os.Stat(cfg.TasksDir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("task store %s is not a directory: %w", cfg.TasksDir, errInvalid)
 	}
 	lock, err := prepareState(ctx, &cfg, log)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -47,8 +48,9 @@ func TestCheckSocket(t *testing.T) {
 }
 
 // TestRunRefusesBeforeMakingState starts Run on a socket another process
-// listens on, and on one under a missing tree: both must fail before the
-// state directory (and the host key, the database in it) exist.
+// listens on, on one under a missing tree, and with a missing task store:
+// each must fail before the state directory (and the host key, the
+// database in it) exist.
 func TestRunRefusesBeforeMakingState(t *testing.T) {
 	dir := t.TempDir()
 	busy := filepath.Join(dir, "busy.sock")
@@ -58,16 +60,17 @@ func TestRunRefusesBeforeMakingState(t *testing.T) {
 	}
 	defer ln.Close()
 	for _, tc := range []struct {
-		name, socket string
-		want         error
+		name, socket, tasks string
+		want                error
 	}{
-		{"busy socket", busy, errConflict},
-		{"missing tree", filepath.Join(dir, "no", "such", "benchd.sock"), errInvalid},
+		{"busy socket", busy, dir, errConflict},
+		{"missing tree", filepath.Join(dir, "no", "such", "benchd.sock"), dir, errInvalid},
+		{"missing task store", filepath.Join(dir, "free.sock"), filepath.Join(dir, "no-tasks"), errInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			state := filepath.Join(dir, "state-"+tc.want.Error())
+			state := filepath.Join(dir, "state-"+strings.ReplaceAll(tc.name, " ", "-"))
 			err := Run(context.Background(), Config{
-				Socket: tc.socket, StateDir: state, TasksDir: dir,
+				Socket: tc.socket, StateDir: state, TasksDir: tc.tasks,
 				AgentUID: 65534, AgentGID: 65534,
 				Logger: slog.New(slog.DiscardHandler),
 			})
