@@ -85,7 +85,7 @@ func TestEveryPackageHasDoc(t *testing.T) {
 var allowed = map[string][]string{
 	"client/apitype": {"fsmon/journal"},
 	"client":         {"client/apitype"},
-	"cmd/benchctl":   {"client", "client/apitype", "fsmon/journal", "forensics", "reason", "draw", "tasks", "internal/modelfake", "internal/dsse", "viewer"},
+	"cmd/benchctl":   {"client", "client/apitype", "fsmon/journal", "forensics", "reason", "draw", "tasks", "internal/modelfake", "internal/dsse", "viewer", "internal/buildinfo"},
 	"viewer":         {"client", "client/apitype"},
 	"fsmon/journal":  {},
 	"fsmon":          {"fsmon/journal"},
@@ -110,6 +110,7 @@ var allowed = map[string][]string{
 	"internal/testenv":    {},
 	"internal/pgtest":     {"internal/testenv"},
 	"internal/undo":       {},
+	"internal/buildinfo":  {},
 	"internal/dsse":       {},
 	"internal/modelfake":  {},
 	"internal/scrub":      {"client/apitype"},

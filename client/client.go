@@ -278,11 +278,17 @@ func (f AttemptFilter) Query() url.Values {
 
 // Attempts lists attempts, newest first.
 func (c *Client) Attempts(ctx context.Context, f AttemptFilter) ([]apitype.Attempt, error) {
+	list, err := c.AttemptPage(ctx, f)
+	return list.Attempts, err
+}
+
+// AttemptPage is Attempts with the total that match f, its limit aside.
+func (c *Client) AttemptPage(ctx context.Context, f AttemptFilter) (apitype.AttemptList, error) {
 	var list apitype.AttemptList
 	if err := c.getJSON(ctx, endpoint("attempts"), f.Query(), &list); err != nil {
-		return nil, err
+		return apitype.AttemptList{}, err
 	}
-	return list.Attempts, nil
+	return list, nil
 }
 
 // Prune deletes the ended attempts req selects (or, req.DryRun, says

@@ -356,7 +356,11 @@ func (s *server) handleListAttempts(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	out := apitype.AttemptList{Attempts: make([]apitype.Attempt, 0, len(list))}
+	total, err := s.store.CountAttempts(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	out := apitype.AttemptList{Attempts: make([]apitype.Attempt, 0, len(list)), Total: max(total, len(list))}
 	for _, a := range list {
 		out.Attempts = append(out.Attempts, s.withLive(a))
 	}

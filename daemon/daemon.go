@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -261,6 +262,14 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		metricsLn = ln
 		defer metricsLn.Close()
+	}
+	// A busy socket, one with nowhere to go or a missing task store fails
+	// the start before the state directory is made, locked or migrated.
+	if err := checkSocket(cfg.Socket); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(cfg.TasksDir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("task store %s is not a directory: %w", cfg.TasksDir, errInvalid)
 	}
 	lock, err := prepareState(ctx, &cfg, log)
 	if err != nil {
@@ -553,17 +562,13 @@ func (s *server) abandonRunning() {
 // A stale socket file of a dead benchd is replaced; a live one is an
 // error.
 func listen(path, group string, log *slog.Logger) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := checkSocket(path); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(filepath.Dir(path), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("unable to create the socket directory: %w", err)
 	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s exists and is not a socket", path)
-		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("another benchd already listens on %s", path)
-		}
+	if _, err := os.Lstat(path); err == nil {
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("unable to remove the stale socket: %w", err)
 		}
@@ -585,6 +590,32 @@ func listen(path, group string, log *slog.Logger) (net.Listener, error) {
 		log.Warn("group does not exist: only root may use benchd", "group", group)
 	}
 	return ln, nil
+}
+
+// checkSocket says whether benchd could listen at path without changing
+// anything: the socket's directory may be missing (listen makes it, as
+// /run/benchd), but not its parent, so a mistyped path does not grow a
+// tree at the file-system root; a file there must be a socket, and no
+// live benchd may be listening on it.
+func checkSocket(path string) error {
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Dir(dir)); err != nil {
+			return fmt.Errorf("socket %s: %s does not exist (benchd makes only the socket's own directory): %w", path, filepath.Dir(dir), errInvalid)
+		}
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil
+	}
+	if fi.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("%s exists and is not a socket: %w", path, errInvalid)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("another benchd already listens on %s: %w", path, errConflict)
+	}
+	return nil
 }
 
 // ServeHTTP authorizes the caller, then routes the request.

@@ -535,6 +535,9 @@ func (a *Attempt) UnmarshalJSON(b []byte) error {
 // AttemptList is a page of attempts.
 type AttemptList struct {
 	Attempts []Attempt `json:"attempts"`
+	// Total is how many attempts match the filter, the limit aside;
+	// more than len(Attempts) when the limit cut the list.
+	Total int `json:"total"`
 }
 
 // Event is one line of an attempt's event stream: progress while it runs,

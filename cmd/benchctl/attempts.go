@@ -36,12 +36,13 @@ func (c *CLI) cmdList(ctx context.Context, args []string) int {
 		return c.usageError("list", "%v", err)
 	}
 	filter.Limit = *limit
-	as, err := c.api().Attempts(ctx, filter)
+	page, err := c.api().AttemptPage(ctx, filter)
 	if err != nil {
 		return c.fail("list", exitError, err)
 	}
+	as := page.Attempts
 	if f.json {
-		c.printJSON(apitype.AttemptList{Attempts: normalizeAll(as)})
+		c.printJSON(apitype.AttemptList{Attempts: normalizeAll(as), Total: page.Total})
 		return exitOK
 	}
 	tw := newTable(c.Stdout)
@@ -51,6 +52,9 @@ func (c *CLI) cmdList(ctx context.Context, args []string) int {
 			purposeText(a), a.State, orDash(a.Host), verdict(a), wallTime(a), formatTime(&a.Created))
 	}
 	tw.Flush()
+	if more := page.Total - len(as); more > 0 {
+		fmt.Fprintf(c.Stdout, "%d more of %d (use --limit)\n", more, page.Total)
+	}
 	return exitOK
 }
 
@@ -364,6 +368,9 @@ func (c *CLI) cmdExport(ctx context.Context, args []string) int {
 	}
 	if *out == "-" && f.json {
 		return c.usageError("export", "-o - and --json both want stdout")
+	}
+	if err := checkOutputFile(*out); err != nil {
+		return c.usageError("export", "-o %s: %v", *out, err)
 	}
 	rc, err := c.api().Export(ctx, id)
 	if err != nil {

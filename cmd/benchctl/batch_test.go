@@ -74,11 +74,14 @@ func TestRunTaskFlags(t *testing.T) {
 	}{
 		{"tasks", runFlags{tasks: "rt-01,RT-02, rt-03"}, []string{"rt-01", "RT-02", "rt-03"}, ""},
 		{"one of tasks", runFlags{tasks: "rt-02"}, []string{"rt-02"}, ""},
-		{"task and tasks", runFlags{task: "rt-01", tasks: "rt-02"}, nil, "give one of --task, --tasks and --list"},
+		{"task repeated", runFlags{task: stringList{"rt-01", "rt-02"}}, []string{"rt-01", "rt-02"}, ""},
+		{"task repeated with the same id", runFlags{task: stringList{"rt-01", "RT-01"}}, nil, "--task, given 2 times: --tasks: task RT-01 given twice"},
+		{"task and tasks", runFlags{task: stringList{"rt-01"}, tasks: "rt-02"}, nil, "give one of --task, --tasks and --list"},
 		{"tasks and list", runFlags{tasks: "rt-02", list: "x"}, nil, "give one of --task, --tasks and --list"},
 		{"an empty id", runFlags{tasks: "rt-01,,rt-02"}, nil, `an empty task id`},
 		{"twice", runFlags{tasks: "rt-01,rt-01"}, nil, "task rt-01 given twice"},
 		{"a bad id", runFlags{tasks: "rt-01,../x"}, nil, `"../x" is not a task id`},
+		{"one task", runFlags{task: stringList{"rt-03"}}, nil, ""},
 		{"none", runFlags{}, nil, "missing --task ID (or --tasks ID,ID... or --list LIST)"},
 	}
 	for _, tt := range tests {
@@ -94,7 +97,10 @@ func TestRunTaskFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(req.Tasks, tt.want) || req.Attempts != 2 {
+			if len(tt.rf.task) == 1 && (req.Task != tt.rf.task[0] || req.Tasks != nil) {
+				t.Errorf("one --task: got task %q, tasks %v; want task %q alone", req.Task, req.Tasks, tt.rf.task[0])
+			}
+			if len(tt.rf.task) != 1 && !slices.Equal(req.Tasks, tt.want) || req.Attempts != 2 {
 				t.Errorf("got tasks %v, %d attempts; want %v, 2", req.Tasks, req.Attempts, tt.want)
 			}
 		})
@@ -224,14 +230,15 @@ func TestProgressPlain(t *testing.T) {
 	now = now.Add(time.Second)
 	p.update(st) // the periodic line
 	st.Attempts[1] = slot("a-2", "rt-02", apitype.StateDone, true, "", 1500*time.Millisecond)
+	st.Attempts[1].WallMS = 600 // the agent's part of the attempt's 1.5 s
 	st.Ended = true
 	p.update(st)
 	p.end(st, false)
 	want := strings.Join([]string{
 		"run r-1: 2 attempts of 2 tasks by builtin:null",
-		"a-1 rt-01: FAIL in 3.0s on h1 (tests_failed) [1 of 2 done]",
+		"a-1 rt-01: FAIL, attempt 3.0s, agent wall 3.0s on h1 (tests_failed) [1 of 2 done]",
 		"run r-1: 1 of 2 done, 1 failed, 1 running; eta 3.0s",
-		"a-2 rt-02: pass in 1.5s [2 of 2 done]",
+		"a-2 rt-02: pass, attempt 1.5s, agent wall 600ms [2 of 2 done]",
 		"run r-1: 2 of 2 done, 1 passed, 1 failed",
 	}, "\n") + "\n"
 	if b.String() != want {
@@ -260,9 +267,9 @@ func TestProgressPlainTogether(t *testing.T) {
 	p.end(st, true)
 	want := strings.Join([]string{
 		"run r-1: 3 attempts of 1 task by builtin:null",
-		"a-1 rt-01: pass in 1.0s [1 of 3 done]",
-		"a-2 rt-01: pass in 1.0s [2 of 3 done]",
-		"a-3 rt-01: pass in 1.0s [3 of 3 done]",
+		"a-1 rt-01: pass, attempt 1.0s, agent wall 1.0s [1 of 3 done]",
+		"a-2 rt-01: pass, attempt 1.0s, agent wall 1.0s [2 of 3 done]",
+		"a-3 rt-01: pass, attempt 1.0s, agent wall 1.0s [3 of 3 done]",
 		"run r-1: 3 of 3 done, 3 passed",
 	}, "\n") + "\n"
 	if b.String() != want {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -115,6 +116,10 @@ func newSuiteDaemon(t *testing.T, script map[string][]string) *suiteDaemon {
 				continue
 			}
 			list.Attempts = append(list.Attempts, a)
+		}
+		list.Total = len(list.Attempts)
+		if n, err := strconv.Atoi(q.Get("limit")); err == nil && n < len(list.Attempts) {
+			list.Attempts = list.Attempts[:n]
 		}
 		reply(w, 200, list)
 	})

@@ -42,16 +42,50 @@ type CLI struct {
 // command is one subcommand.
 type command struct {
 	name  string
-	args  string // usage after the name
+	args  string // usage after the name; flags it leaves out are added from the flag set
 	short string
 	run   func(c *CLI, ctx context.Context, args []string) int
+}
+
+// examples are a few command lines of each command, printed by its --help.
+var examples = map[string][]string{
+	"run": {
+		"benchctl run --task rt-01 --agent builtin:reference",
+		"benchctl run --task rt-01 --task rt-02 --agent builtin:reference --attempts 3   # one run of both tasks",
+		"OPENAI_API_KEY=... benchctl run --task rt-01 --agent codex --env OPENAI_API_KEY --gateway model=https://api.openai.com --model gpt-5-codex",
+		"ANTHROPIC_API_KEY=... benchctl run --task rt-01 --agent claude --env ANTHROPIC_API_KEY --gateway model=https://api.anthropic.com",
+		"benchctl run --list batch.list --agent qwen --env OPENAI_API_KEY --gateway model=http://127.0.0.1:8080 --detach",
+	},
+	"wait":         {"benchctl wait r-3f2a9c01d4e5b6a7"},
+	"list":         {"benchctl list", "benchctl list --task rt-01 --state done --limit 50", "benchctl list --run r-3f2a9c01d4e5b6a7 --json"},
+	"show":         {"benchctl show latest", "benchctl show a-bf78 --json"},
+	"cancel":       {"benchctl cancel latest", "benchctl cancel r-3f2a9c01d4e5b6a7"},
+	"log":          {"benchctl log latest", "benchctl log a-bf78 --denied"},
+	"diff":         {"benchctl diff latest", "benchctl diff a-bf78 --at 12 --tree"},
+	"transcript":   {"benchctl transcript latest", "benchctl transcript a-bf78 --stderr"},
+	"model":        {"benchctl model latest", "benchctl model a-bf78 --request 3"},
+	"export":       {"benchctl export latest -o attempt.tar", "benchctl export a-bf78 -o - | benchctl verify -"},
+	"verify":       {"benchctl verify attempt.tar --key $(benchctl key)"},
+	"key":          {"benchctl key"},
+	"regrade":      {"benchctl regrade latest"},
+	"retry":        {"benchctl retry r-3f2a9c01d4e5b6a7"},
+	"review":       {"benchctl review a-bf78 --pass --why \"the reply answers the question\""},
+	"tasks":        {"benchctl tasks list", "benchctl tasks check rt-01"},
+	"status":       {"benchctl status", "benchctl status --json"},
+	"draw":         {"benchctl draw --library lib.toml --seed 20261204 -o batch.list", "benchctl draw --verify batch.list --library lib.toml"},
+	"library":      {"benchctl library index -o lib.toml", "benchctl library show --library lib.toml"},
+	"board":        {"benchctl board --agent builtin:reference"},
+	"scorecard":    {"benchctl scorecard", "benchctl scorecard --since 2026-12-01 --html card.html"},
+	"prune":        {"benchctl prune --before 2026-11-01 --dry-run"},
+	"view":         {"benchctl view", "benchctl view --listen 127.0.0.1:8088 --list batch.list"},
+	"model-replay": {"benchctl model-replay --script fix.json --listen 127.0.0.1:8080"},
 }
 
 var commands []command
 
 func init() {
 	commands = []command{
-		{"run", "(--task ID | --tasks ID,ID,... | --list LIST) --agent A [--attempts N] [--timeout D] [--env NAME]... [--gateway NAME=https://HOST[:PORT][/PATH] | NAME=HOST:PORT]... [--model M] [--detach] [--every D]", "run attempts of one task, or of several as one run, and wait for their verdicts", (*CLI).cmdRun},
+		{"run", "(--task ID [--task ID]... | --tasks ID,ID,... | --list LIST) --agent A [--attempts N] [--timeout D] [--env NAME]... [--gateway NAME=https://HOST[:PORT][/PATH] | NAME=HOST:PORT]... [--model M] [--detach] [--every D]", "run attempts of one task, or of several as one run, and wait for their verdicts", (*CLI).cmdRun},
 		{"wait", "RUN [--every D]", "follow a run's progress until every attempt has ended; exit status as run's", (*CLI).cmdWait},
 		{"list", "[--agent A] [--model M] [--run ID] [--task ID]... [--series S] [--state S]... [--purpose P]... [--since WHEN] [--until WHEN] [--limit N]", "list attempts, newest first", (*CLI).cmdList},
 		{"show", "ATTEMPT", "show an attempt: verdict, every reason, metrics, agent identity", (*CLI).cmdShow},
@@ -82,7 +116,7 @@ func usageText() string {
 	for _, cmd := range commands {
 		fmt.Fprintf(&b, "  %-10s %s\n", cmd.name, cmd.short)
 	}
-	b.WriteString("\nevery command takes --json; \"benchctl COMMAND --help\" describes one.\n")
+	b.WriteString("\nevery command takes --json; \"benchctl COMMAND --help\" describes one; benchctl --version prints the version.\n")
 	return b.String()
 }
 
@@ -93,6 +127,7 @@ func (c *CLI) Run(ctx context.Context, args []string) int {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.socket, "socket", "", "benchd's socket")
 	fs.BoolVar(&c.jsonFlag, "json", false, "print JSON")
+	showVersion := fs.Bool("version", false, "print the version")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(c.Stdout, usageText())
@@ -103,6 +138,10 @@ func (c *CLI) Run(ctx context.Context, args []string) int {
 	}
 	args = fs.Args()
 	c.jsonErrors = c.jsonFlag || jsonArg(args)
+	if *showVersion {
+		fmt.Fprint(c.Stdout, versionText("benchctl"))
+		return exitOK
+	}
 	if len(args) == 0 {
 		if c.jsonErrors {
 			return c.usageError("", "no command given (benchctl help lists them)")
@@ -177,14 +216,43 @@ func (c *CLI) parse(f *flags, args []string) ([]string, int, bool) {
 }
 
 func (c *CLI) printCommandUsage(f *flags) {
+	name := strings.Fields(f.cmd)[0]
 	for _, cmd := range commands {
-		if cmd.name == strings.Fields(f.cmd)[0] {
-			fmt.Fprintf(c.Stdout, "usage: benchctl %s %s\n\n%s\n\nflags:\n", cmd.name, cmd.args, cmd.short)
+		if cmd.name == name {
+			fmt.Fprintf(c.Stdout, "usage: benchctl %s\n\n%s\n\nflags:\n", commandUsageLine(cmd, f), cmd.short)
 		}
 	}
 	f.SetOutput(c.Stdout)
 	f.PrintDefaults()
 	f.SetOutput(io.Discard)
+	if ex := examples[name]; len(ex) > 0 {
+		fmt.Fprintf(c.Stdout, "\nexamples:\n")
+		for _, e := range ex {
+			fmt.Fprintf(c.Stdout, "  %s\n", e)
+		}
+	}
+}
+
+// commandUsageLine is cmd's usage: its written form, then every flag of f that
+// form does not name, made from the flag set, so that none goes unsaid.
+// --json and --socket, which every command takes, end it.
+func commandUsageLine(cmd command, f *flags) string {
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(cmd.args, func(r rune) bool { return strings.ContainsRune(" []()|=.", r) }) {
+		words[w] = true
+	}
+	line := strings.TrimSpace(cmd.name + " " + cmd.args)
+	f.VisitAll(func(fl *flag.Flag) {
+		if fl.Name == "json" || fl.Name == "socket" || words["--"+fl.Name] || words["-"+fl.Name] {
+			return
+		}
+		if v, _ := flag.UnquoteUsage(fl); v != "" {
+			line += fmt.Sprintf(" [--%s %s]", fl.Name, strings.ToUpper(v))
+		} else {
+			line += " [--" + fl.Name + "]"
+		}
+	})
+	return line + " [--json] [--socket PATH]"
 }
 
 // wantArgs checks the number of positional arguments.

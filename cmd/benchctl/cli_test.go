@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,7 @@ func TestBadUsage(t *testing.T) {
 		{"list zero limit", []string{"list", "--limit", "0"}, "--limit 0"},
 		{"diff at zero", []string{"diff", "a-1", "--at", "0"}, "--at 0"},
 		{"export without file", []string{"export", "a-1"}, "missing -o FILE"},
+		{"export into a missing directory", []string{"export", "a-1", "-o", "/nonexistent-benchd/a.tar"}, "-o /nonexistent-benchd/a.tar: directory /nonexistent-benchd does not exist"},
 		{"transcript both streams", []string{"transcript", "a-1", "--stdout", "--stderr"}, "exclude each other"},
 		{"tasks without subcommand", []string{"tasks"}, "want \"tasks list\""},
 		{"tasks unknown subcommand", []string{"tasks", "run"}, `unknown subcommand "run"`},
@@ -590,5 +592,56 @@ func TestTasksCheckText(t *testing.T) {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("got\n%s\nwant it to contain %q", stdout, w)
 		}
+	}
+}
+
+// TestHelpNamesEveryFlag: every command's --help (each subcommand's too)
+// exits 0 and names in its usage line each flag its set defines, and
+// shows examples; run's names the presets and the https:// gateway.
+func TestHelpNamesEveryFlag(t *testing.T) {
+	flagRow := regexp.MustCompile(`(?m)^  -([a-z-]+)`)
+	var argss [][]string
+	for _, cmd := range commands {
+		argss = append(argss, []string{cmd.name, "--help"})
+	}
+	argss = append(argss, []string{"tasks", "check", "--help"}, []string{"library", "index", "--help"}, []string{"library", "show", "--help"})
+	for _, args := range argss {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, filepath.Join(t.TempDir(), "none.sock"), nil, false, args...)
+			if code != exitOK {
+				t.Fatalf("got exit %d, stderr %q; want 0", code, stderr)
+			}
+			usage, _, _ := strings.Cut(stdout, "\n")
+			rows := flagRow.FindAllStringSubmatch(stdout, -1)
+			if !strings.HasPrefix(usage, "usage: benchctl "+args[0]) || len(rows) == 0 {
+				t.Fatalf("got\n%s\nwant a usage line and a flag list", stdout)
+			}
+			for _, r := range rows {
+				if !strings.Contains(usage, "--"+r[1]) && !strings.Contains(usage, "-"+r[1]+" ") {
+					t.Errorf("flag -%s is listed but not in the usage line %q", r[1], usage)
+				}
+			}
+			if !strings.Contains(stdout, "\nexamples:\n  ") {
+				t.Errorf("got\n%s\nwant examples", stdout)
+			}
+		})
+	}
+	_, stdout, _ := runCLI(t, "", nil, false, "run", "--help")
+	for _, want := range []string{"codex", "claude", "qwen", "NAME=https://HOST", "--gateway model=https://api.openai.com"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("run --help does not say %q", want)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, stdout, _ := runCLI(t, "", nil, false, "--version")
+	if code != exitOK || !regexp.MustCompile(`^benchctl \S.* go1\.\d+`).MatchString(stdout) {
+		t.Errorf("got exit %d, %q; want 0 and \"benchctl VERSION goVERSION\"", code, stdout)
+	}
+	version = "v9.9.9-test"
+	defer func() { version = "" }()
+	if _, stdout, _ := runCLI(t, "", nil, false, "--version"); !strings.HasPrefix(stdout, "benchctl v9.9.9-test ") {
+		t.Errorf("with version set: got %q", stdout)
 	}
 }

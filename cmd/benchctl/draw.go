@@ -93,6 +93,11 @@ func (c *CLI) cmdDraw(ctx context.Context, args []string) int {
 	if *capFlag < 1 {
 		return c.usageError("draw", "--cap %d: want at least 1", *capFlag)
 	}
+	if *out != "" {
+		if err := checkOutputFile(*out); err != nil {
+			return c.usageError("draw", "-o %s: %v", *out, err)
+		}
+	}
 	lib, err := lf.load()
 	if err != nil {
 		return c.fail("draw", exitError, err)

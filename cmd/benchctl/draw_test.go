@@ -142,6 +142,7 @@ func TestDrawUsage(t *testing.T) {
 		{"cap 0", []string{"--library", drawFixture, "--seed", "20261004", "--cap", "0"}, "want at least 1"},
 		{"no such library", []string{"--library", filepath.Join(dir, "none.toml"), "--seed", "20261004"}, "unable to read library"},
 		{"verify and -o", []string{"--library", drawFixture, "--verify", drawGolden, "-o", "x"}, "do not go together"},
+		{"-o in a missing directory", []string{"--library", drawFixture, "--seed", "20261004", "-o", "/nonexistent-benchd/x.list"}, "-o /nonexistent-benchd/x.list: directory /nonexistent-benchd does not exist"},
 		{"no such list", []string{"--library", drawFixture, "--verify", filepath.Join(dir, "none.list")}, "unable to read the list"},
 	}
 	for _, tt := range tests {

@@ -285,3 +285,32 @@ func TestListPurposeColumn(t *testing.T) {
 		}
 	}
 }
+
+// TestListSaysWhatTheLimitCut: a list the limit cut says how many more
+// match, in text and as the total in JSON; an uncut one says nothing.
+func TestListSaysWhatTheLimitCut(t *testing.T) {
+	d := newSuiteDaemon(t, nil)
+	d.seed("builtin:reference", "", map[string]string{"rt-01": "PPPPP"})
+	code, stdout, stderr := runCLI(t, d.Socket, nil, false, "list", "--limit", "2")
+	if code != exitOK {
+		t.Fatalf("got exit %d, stderr %q", code, stderr)
+	}
+	if !strings.Contains(stdout, "3 more of 5 (use --limit)") {
+		t.Errorf("got stdout\n%s\nwant it to say 3 more of 5", stdout)
+	}
+	if rows := strings.Count(stdout, "\na-"); rows != 2 {
+		t.Errorf("got %d rows, want 2", rows)
+	}
+	_, stdout, _ = runCLI(t, d.Socket, nil, false, "list")
+	if strings.Contains(stdout, "more of") {
+		t.Errorf("uncut list: got stdout\n%s\nwant no \"more\" line", stdout)
+	}
+	_, stdout, _ = runCLI(t, d.Socket, nil, false, "list", "--limit", "2", "--json")
+	var got apitype.AttemptList
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v in %q", err, stdout)
+	}
+	if got.Total != 5 || len(got.Attempts) != 2 {
+		t.Errorf("json: got total %d and %d attempts, want 5 and 2", got.Total, len(got.Attempts))
+	}
+}

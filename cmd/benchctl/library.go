@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -85,6 +88,11 @@ func (c *CLI) cmdLibraryIndex(ctx context.Context, args []string) int {
 	}
 	if *every <= 0 {
 		return c.usageError("library index", "--every %v: want a positive duration", *every)
+	}
+	// Every reference run takes a while: a manifest that could not be
+	// written is found out before the first.
+	if err := checkOutputFile(*out); err != nil {
+		return c.usageError("library index", "-o %s: %v", *out, err)
 	}
 	if *dir == "" {
 		d, err := c.daemonTasksDir(ctx)
@@ -268,4 +276,27 @@ func (c *CLI) cmdLibraryShow(args []string) int {
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// checkOutputFile says whether a file could be written at path ("-" is
+// stdout) before a command does the work whose result goes there: its
+// directory must exist and be one, and path must not be a directory.
+func checkOutputFile(path string) error {
+	if path == "-" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return errors.New("is a directory")
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("directory %s does not exist", dir)
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
 }

@@ -298,6 +298,8 @@ func TestLibraryIndexFailures(t *testing.T) {
 		{"a reference fails", changes, map[string]bool{bundles[2].ID: true}, nil, "the reference solution failed"},
 		{"a reference makes no changes", noChanges, nil, nil, "not tagged reply-only"},
 		{"no -o", changes, nil, []string{"-o", ""}, "missing -o"},
+		{"-o in a missing directory", changes, nil, []string{"-o", "/nonexistent-benchd/m.toml"}, "directory /nonexistent-benchd does not exist"},
+		{"-o a directory", changes, nil, []string{"-o", "/tmp"}, "-o /tmp: is a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -313,6 +315,12 @@ func TestLibraryIndexFailures(t *testing.T) {
 			}
 			if _, err := os.Stat(out); err == nil {
 				t.Error("a manifest was written")
+			}
+			d.mu.Lock()
+			ran := len(d.runs)
+			d.mu.Unlock()
+			if strings.HasPrefix(tt.name, "-o ") && ran != 0 {
+				t.Errorf("got %d reference runs before the bad -o was refused, want 0", ran)
 			}
 		})
 	}

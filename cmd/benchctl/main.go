@@ -6,10 +6,10 @@
 //	benchctl [--socket PATH] [--json] COMMAND [flags] [ARGS]
 //
 //	run --task ID --agent A [--attempts N] [--timeout D] [--env NAME]...
-//	    [--gateway NAME=HOST:PORT]... [--model M] [--detach]
-//	run --tasks ID,ID,... | --list LIST --agent A [...]   (one run of every task)
+//	    [--gateway NAME=https://HOST | NAME=HOST:PORT]... [--model M] [--detach]
+//	run --task ID --task ID... | --tasks ID,ID,... | --list LIST --agent A [...]   (one run of every task)
 //	wait RUN                    (exit status as run's)
-//	list [--run ID] [--task ID] [--limit N]
+//	list [--run ID] [--task ID] [--limit N]   (says how many more match when the limit cuts it)
 //	show ATTEMPT
 //	cancel ATTEMPT|RUN...
 //	log ATTEMPT [--denied]
@@ -30,6 +30,10 @@
 //	library show --library L [--tasks DIR]                               (offline)
 //	view [--listen 127.0.0.1:PORT] [--list FILE]...   (a local web page, read-only; runs until interrupted)
 //	board, scorecard, model-replay: see benchctl help
+//	--version                   (the build: git describe, set by the scripts, or Go's stamp)
+//
+// Every command answers --help with its usage (every flag), its flags'
+// defaults and examples.
 //
 // ATTEMPT is an attempt's id, a unique prefix of it (at least 4
 // characters after "a-", which may be left out) or latest, the newest;
@@ -65,7 +69,16 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"benchd.dev/internal/buildinfo"
 )
+
+// version is benchctl's version; the scripts set it with
+// -ldflags "-X main.version=...". Empty, the build information says.
+var version string
+
+// versionText is what --version prints.
+func versionText(prog string) string { return buildinfo.Line(prog, version) }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -186,7 +186,12 @@ func endLine(a apitype.Attempt, v runView) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s: %s", a.ID, a.Task, verdict(a))
 	if a.Started != nil && a.Finished != nil {
-		fmt.Fprintf(&b, " in %s", formatMS(a.Finished.Sub(*a.Started).Milliseconds()))
+		// Two times, each named: the attempt's, set-up and grading
+		// included, and the agent's alone, the table's WALL.
+		fmt.Fprintf(&b, ", attempt %s", formatMS(a.Finished.Sub(*a.Started).Milliseconds()))
+		if a.HasAgentEnd() {
+			fmt.Fprintf(&b, ", agent wall %s", formatMS(a.WallMS))
+		}
 	}
 	if a.Host != "" {
 		fmt.Fprintf(&b, " on %s", a.Host)

@@ -33,23 +33,23 @@ type runResult struct {
 
 // runFlags are the flags of run, before they become a RunRequest.
 type runFlags struct {
-	task, agent, timeout, model string
-	tasks, list                 string // a run of several tasks: --tasks ID,ID... or --list LIST
-	attempts                    int
-	env, gateways               stringList
+	agent, timeout, model string
+	tasks, list           string // a run of several tasks: --tasks ID,ID... or --list LIST
+	attempts              int
+	task, env, gateways   stringList // --task given twice or more is a run of those tasks
 }
 
 func (c *CLI) cmdRun(ctx context.Context, args []string) int {
 	f := c.newFlags("run")
 	var rf runFlags
-	f.StringVar(&rf.task, "task", "", "task `ID` (benchctl tasks list)")
+	f.Var(&rf.task, "task", "task `ID` (benchctl tasks list); repeated, a run of those tasks as --tasks makes")
 	f.StringVar(&rf.tasks, "tasks", "", "run several tasks as one run: `ID,ID,...`, each task's attempts in turn")
 	f.StringVar(&rf.list, "list", "", "run the tasks of `LIST` as one run: a list benchctl draw wrote, or task ids one a line")
-	f.StringVar(&rf.agent, "agent", "", "agent: builtin:reference, builtin:null, builtin:attempt:NAME or a command line")
+	f.StringVar(&rf.agent, "agent", "", "agent: a preset (codex, claude, qwen: docs/agents.md; scripts/setup-agents installs their CLIs), builtin:reference, builtin:null, builtin:attempt:NAME, or a command line")
 	f.IntVar(&rf.attempts, "attempts", 1, fmt.Sprintf("number of attempts, 1 to %d", apitype.MaxAttempts))
 	f.StringVar(&rf.timeout, "timeout", "", "wall-clock limit per attempt, a Go duration (default the task's)")
 	f.Var(&rf.env, "env", "pass environment variable `NAME` to the agent, value taken from benchctl's environment (repeatable)")
-	f.Var(&rf.gateways, "gateway", "expose a model endpoint `NAME=HOST:PORT` to the agent (repeatable)")
+	f.Var(&rf.gateways, "gateway", "expose a model endpoint to the agent (repeatable): `NAME=https://HOST[:PORT][/PATH]` (or http://), proxied and recorded call by call, as the presets want (NAME model); or NAME=HOST:PORT, a plain TCP relay")
 	f.StringVar(&rf.model, "model", "", "model name, recorded in the agent's identity")
 	detach := f.Bool("detach", false, "start the attempts and return without waiting")
 	every := f.Duration("every", defaultEvery, "with --tasks or --list, off a terminal: print the run's progress every `D` (and as each attempt ends)")
@@ -95,14 +95,23 @@ func (c *CLI) cmdRun(ctx context.Context, args []string) int {
 // request checks the flags and makes the request. Variables named by
 // --env are read with lookup; their values are sent, never printed.
 func (rf *runFlags) request(lookup func(string) (string, bool)) (apitype.RunRequest, error) {
-	req := apitype.RunRequest{Task: rf.task, Agent: rf.agent, Attempts: rf.attempts, Model: rf.model}
+	req := apitype.RunRequest{Agent: rf.agent, Attempts: rf.attempts, Model: rf.model}
 	given := 0
-	for _, s := range []string{rf.task, rf.tasks, rf.list} {
+	for _, s := range []string{rf.task.String(), rf.tasks, rf.list} {
 		if s != "" {
 			given++
 		}
 	}
-	if rf.tasks != "" {
+	switch {
+	case len(rf.task) == 1:
+		req.Task = rf.task[0]
+	case len(rf.task) > 1:
+		ids, err := splitTasks(rf.task.String())
+		if err != nil {
+			return req, fmt.Errorf("--task, given %d times: %v", len(rf.task), err)
+		}
+		req.Tasks = ids
+	case rf.tasks != "":
 		ids, err := splitTasks(rf.tasks)
 		if err != nil {
 			return req, err

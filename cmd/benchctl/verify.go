@@ -73,8 +73,13 @@ func (c *CLI) cmdVerify(ctx context.Context, args []string) int {
 	tw := newTable(c.Stdout)
 	for _, ch := range res.Checks {
 		word := "ok"
-		if !ch.OK {
+		switch {
+		case !ch.OK:
 			word = "FAIL"
+		case ch.Name == "signature" && !res.SignerChecked:
+			// The envelope's form was checked, not who signed it: "ok"
+			// would claim what no key could show.
+			word = "unchecked"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", word, ch.Name, ch.Detail)
 	}

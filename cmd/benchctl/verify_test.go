@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -230,6 +231,13 @@ func TestVerifyWithoutKey(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("got stdout\n%s\nwant it to say %q", stdout, want)
 		}
+	}
+	// The signature's line does not say ok for a signer nobody checked.
+	if !regexp.MustCompile(`(?m)^unchecked\s+signature\s+not checked`).MatchString(stdout) || regexp.MustCompile(`(?m)^ok\s+signature`).MatchString(stdout) {
+		t.Errorf("got stdout\n%s\nwant the signature line to say unchecked, not ok", stdout)
+	}
+	if _, withKey, _ := runCLI(t, "", nil, false, "verify", "--key", fx.keyHex(), file); !regexp.MustCompile(`(?m)^ok\s+signature\s+signed by the key given`).MatchString(withKey) {
+		t.Errorf("with --key: got stdout\n%s\nwant the signature line ok", withKey)
 	}
 	code, stdout, _ = runCLI(t, "", nil, false, "verify", "--json", file)
 	var res forensics.Result

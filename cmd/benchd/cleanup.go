@@ -29,8 +29,8 @@ func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	under := fl.String("under", "", "only remove what lies below this directory")
 	state := fl.String("state", daemon.DefaultStateDir, "benchd's state directory")
 	cgroupParent := fl.String("cgroup-parent", "", "the daemon's --cgroup-parent, if it had one")
-	if err := fl.Parse(args); err != nil {
-		return fail(stderr, 2, "cleanup: %v", err)
+	if code, ok := parseFlags(fl, args, stdout, stderr, "", []string{"benchd cleanup", "benchd cleanup --state /tmp/b/state"}); !ok {
+		return code
 	}
 	if os.Geteuid() != 0 {
 		return fail(stderr, 2, "cleanup: must run as root")

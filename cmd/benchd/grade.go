@@ -57,8 +57,8 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// Flags may follow the workspace argument too.
 	var pos []string
 	for rest := args; ; {
-		if err := fl.Parse(rest); err != nil {
-			return fail(stderr, 2, "grade: %v", err)
+		if code, ok := parseFlags(fl, rest, stdout, stderr, "DIR", []string{"benchd grade --task rt-01 --tasks ./tasks /tmp/workspace"}); !ok {
+			return code
 		}
 		if fl.NArg() == 0 {
 			break

@@ -17,8 +17,8 @@ func runKey(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.SetOutput(io.Discard)
 	asJSON := fl.Bool("json", false, "print the key as JSON")
 	state := fl.String("state", daemon.DefaultStateDir, "benchd's state directory")
-	if err := fl.Parse(args); err != nil {
-		return fail(stderr, 2, "key: %v", err)
+	if code, ok := parseFlags(fl, args, stdout, stderr, "", []string{"benchd key", "benchd key --state /tmp/b/state --json"}); !ok {
+		return code
 	}
 	if fl.NArg() > 0 {
 		return fail(stderr, 2, "key: unexpected argument %q", fl.Arg(0))

@@ -1,12 +1,12 @@
 // Command benchd is the benchd daemon and its local tools.
 //
-//	benchd [--socket PATH] [--state DIR] [--tasks DIR] [--concurrency N] [--max-queued N] [--agent-user NAME] [--retries N] [--drain-timeout D] [--metrics ADDR]
-//	                                        run the daemon in the foreground
+//	benchd [flags]                          run the daemon in the foreground (benchd --help lists its flags)
 //	benchd watch [flags] -- CMD [ARGS...]   journal a command's changes to a directory
 //	benchd journal verify FILE              check a journal's hash chain and blobs
 //	benchd grade --task ID DIR              grade a finished workspace
 //	benchd cleanup                          remove what a crashed benchd left behind
 //	benchd key [--state DIR]                print the host key's public half (made if missing)
+//	benchd --version                        print the version
 //
 // Every subcommand takes --json; errors are one line on stderr, and bad
 // usage exits 2.
@@ -32,17 +32,12 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage:
-  benchd [--socket PATH] [--state DIR] [--tasks DIR] [--concurrency N] [--max-queued N] [--agent-user NAME] [--retries N] [--drain-timeout D] [--metrics ADDR]
-  benchd watch [--dir DIR] [--allow GLOB]... [--ignore GLOB]... [--mode content|writes] --journal FILE [--json] -- CMD [ARGS...]
-  benchd journal verify [--json] FILE
-  benchd grade --task ID [--tasks DIR] [--json] DIR
-  benchd cleanup [--under DIR] [--state DIR] [--json]
-  benchd key [--state DIR] [--json]
-`
-
 // run dispatches a subcommand and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprint(stdout, versionText("benchd"))
+		return 0
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "--help" {
 		return runServe(ctx, args, stdout, stderr)
 	}
@@ -64,10 +59,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "key":
 		return runKey(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usageText())
 		return 0
 	}
-	fmt.Fprintf(stderr, "benchd: unknown command %q\n%s", args[0], usage)
+	fmt.Fprintf(stderr, "benchd: unknown command %q (benchd --help lists them)\n", args[0])
 	return 2
 }
 

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"flag"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -261,5 +265,65 @@ func TestCleanupAbortsStuckView(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		reader.Process.Kill()
 		t.Fatal("the reader is still blocked 30 s after cleanup: the connection was not aborted")
+	}
+}
+
+// TestHelpNamesEveryFlag: every command's --help exits 0 and names each
+// flag its set defines, both in its usage line and in its flag list; the
+// daemon's names the flags an earlier hand-written line left out.
+func TestHelpNamesEveryFlag(t *testing.T) {
+	flagRow := regexp.MustCompile(`(?m)^  -([a-z-]+)`)
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"watch", "--help"}, {"journal", "verify", "--help"},
+		{"grade", "--help"}, {"cleanup", "--help"}, {"key", "--help"}, {"--socket", "/x", "--help"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+				t.Fatalf("got exit %d, stderr %q; want 0", code, stderr.String())
+			}
+			out := stdout.String()
+			usage, _, _ := strings.Cut(out, "\n")
+			rows := flagRow.FindAllStringSubmatch(out, -1)
+			if !strings.HasPrefix(usage, "usage: benchd") || len(rows) == 0 {
+				t.Fatalf("got\n%s\nwant a usage line and a flag list", out)
+			}
+			for _, r := range rows {
+				if !strings.Contains(usage, "[--"+r[1]) {
+					t.Errorf("flag --%s is listed but not in the usage line %q", r[1], usage)
+				}
+			}
+			if !strings.Contains(out, "examples:\n  benchd") {
+				t.Errorf("got\n%s\nwant examples", out)
+			}
+		})
+	}
+	fl, _ := serveFlags()
+	var stdout strings.Builder
+	run(context.Background(), []string{"--help"}, &stdout, io.Discard)
+	fl.VisitAll(func(f *flag.Flag) {
+		if !strings.Contains(stdout.String(), "[--"+f.Name+" ") {
+			t.Errorf("benchd --help does not name --%s", f.Name)
+		}
+	})
+	for _, name := range []string{"database", "host", "prices", "rescue-after", "group", "cgroup-parent"} {
+		if !strings.Contains(stdout.String(), "\n  -"+name+" ") {
+			t.Errorf("benchd --help does not describe --%s", name)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var stdout strings.Builder
+	if code := run(context.Background(), []string{"--version"}, &stdout, io.Discard); code != 0 {
+		t.Fatalf("got exit %d", code)
+	}
+	if !regexp.MustCompile(`^benchd \S.* go1\.\d+`).MatchString(stdout.String()) {
+		t.Errorf("got %q, want \"benchd VERSION goVERSION\"", stdout.String())
+	}
+	version = "v1.2.3-test"
+	defer func() { version = "" }()
+	stdout.Reset()
+	run(context.Background(), []string{"--version"}, &stdout, io.Discard)
+	if !strings.HasPrefix(stdout.String(), "benchd v1.2.3-test ") {
+		t.Errorf("with version set: got %q", stdout.String())
 	}
 }

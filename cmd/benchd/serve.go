@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"benchd.dev/client/apitype"
 	"benchd.dev/daemon"
@@ -32,31 +33,15 @@ const nobody = 65534
 // runServe runs the daemon in the foreground until ctx is canceled
 // (SIGTERM, SIGINT), telling systemd when it is ready and when it stops.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("benchd", flag.ContinueOnError)
-	fl.SetOutput(io.Discard)
-	socket := fl.String("socket", apitype.DefaultSocket, "unix socket to listen on")
-	state := fl.String("state", daemon.DefaultStateDir, "state directory (database, blobs, attempts)")
-	database := fl.String("database", "", "PostgreSQL database URL (postgres://...) for the store (default: SQLite in the state directory)")
-	tasksDir := fl.String("tasks", "", "task store (default: $BENCHD_TASKS or the installed tasks)")
-	concurrency := fl.Int("concurrency", 0, "attempts run at once (default: the number of cores)")
-	maxQueued := fl.Int("max-queued", daemon.DefaultMaxQueued, "attempts that may wait in the queue; a run beyond it is refused as busy")
-	agentUser := fl.String("agent-user", DefaultAgentUser, "unprivileged user agents run as when --uid-range is empty")
-	uidRange := fl.String("uid-range", sandbox.DefaultUIDRange, "uids FIRST-LAST reserved for benchd: each running attempt and each grading runs as one of its own (empty: every agent runs as --agent-user)")
-	group := fl.String("group", daemon.DefaultGroup, "group whose members may use benchd")
-	cgroupParent := fl.String("cgroup-parent", "", "delegated cgroup v2 group for attempt groups (default: benchd's own)")
-	retries := fl.Int("retries", 1, "times an infra-error attempt is retried automatically (0: never)")
-	drain := fl.Duration("drain-timeout", 0, "at SIGTERM, how long running attempts may go on to their verdicts before they are canceled (0: cancel at once)")
-	host := fl.String("host", "", "this host's name in the attempts it runs, its fleet queue and its metrics (default: the host name)")
-	rescueAfter := fl.Duration("rescue-after", daemon.DefaultRescueAfter, "on a fleet (--database postgres://), how long an attempt's job may run before another host checks whether its host is still alive")
-	metricsAddr := fl.String("metrics", "", "serve GET /metrics (Prometheus text format) on this TCP host:port, such as 127.0.0.1:9464 (default: off)")
-	pricesFile := fl.String("prices", "", "price table (TOML: USD per million tokens per model) that turns the model calls' tokens into cost (default: "+modelgw.DefaultPricesFile+" if present)")
-	maxState := &sizeFlag{off: 0}
-	fl.Var(maxState, "max-state-size", "budget of the state directory (such as 200G): over it, the oldest ended attempts are pruned, never one in review (default: off)")
-	minFree := &sizeFlag{n: runs.DefaultReserveBytes, off: -1}
-	fl.Var(minFree, "min-free", "free space the state's disk must keep beyond an attempt's whole disk for the attempt to start (off: no check)")
-	if err := fl.Parse(args); err != nil {
-		return fail(stderr, 2, "%v", err)
+	fl, o := serveFlags()
+	if code, ok := parseFlags(fl, args, stdout, stderr, "", serveExamples); !ok {
+		return code
 	}
+	socket, state, database, tasksDir := o.socket, o.state, o.database, o.tasksDir
+	concurrency, maxQueued, agentUser, group := o.concurrency, o.maxQueued, o.agentUser, o.group
+	cgroupParent, retries, drain, host := o.cgroupParent, o.retries, o.drain, o.host
+	rescueAfter, metricsAddr, pricesFile := o.rescueAfter, o.metricsAddr, o.pricesFile
+	uidRange, maxState, minFree := o.uidRange, o.maxState, o.minFree
 	if fl.NArg() > 0 {
 		return fail(stderr, 2, "unexpected argument %q", fl.Arg(0))
 	}
@@ -236,4 +221,61 @@ func reserveOf(n int64) int64 {
 		return 1
 	}
 	return n
+}
+
+// serveOpts are the daemon's flags.
+type serveOpts struct {
+	socket       *string
+	state        *string
+	database     *string
+	tasksDir     *string
+	concurrency  *int
+	maxQueued    *int
+	agentUser    *string
+	group        *string
+	cgroupParent *string
+	retries      *int
+	drain        *time.Duration
+	host         *string
+	rescueAfter  *time.Duration
+	metricsAddr  *string
+	pricesFile   *string
+	uidRange     *string
+	maxState     *sizeFlag
+	minFree      *sizeFlag
+}
+
+// serveFlags defines the daemon's flags: one set, from which its help is
+// made too.
+func serveFlags() (*flag.FlagSet, *serveOpts) {
+	fl := flag.NewFlagSet("benchd", flag.ContinueOnError)
+	fl.SetOutput(io.Discard)
+	o := &serveOpts{}
+	o.socket = fl.String("socket", apitype.DefaultSocket, "unix socket `PATH` to listen on")
+	o.state = fl.String("state", daemon.DefaultStateDir, "state directory `DIR` (database, blobs, attempts)")
+	o.database = fl.String("database", "", "PostgreSQL database `URL` (postgres://...) for the store (default: SQLite in the state directory)")
+	o.tasksDir = fl.String("tasks", "", "task store `DIR` (default: $BENCHD_TASKS or the installed tasks)")
+	o.concurrency = fl.Int("concurrency", 0, "`N` attempts run at once (default: the number of cores)")
+	o.maxQueued = fl.Int("max-queued", daemon.DefaultMaxQueued, "`N` attempts that may wait in the queue; a run beyond it is refused as busy")
+	o.agentUser = fl.String("agent-user", DefaultAgentUser, "unprivileged user `NAME` agents run as when --uid-range is empty")
+	o.uidRange = fl.String("uid-range", sandbox.DefaultUIDRange, "uids `FIRST-LAST` reserved for benchd: each running attempt and each grading runs as one of its own (empty: every agent runs as --agent-user)")
+	o.group = fl.String("group", daemon.DefaultGroup, "group `NAME` whose members may use benchd")
+	o.cgroupParent = fl.String("cgroup-parent", "", "delegated cgroup v2 group `PATH` for attempt groups (default: benchd's own)")
+	o.retries = fl.Int("retries", 1, "`N` times an infra-error attempt is retried automatically (0: never)")
+	o.drain = fl.Duration("drain-timeout", 0, "at SIGTERM, how long (`D`) running attempts may go on to their verdicts before they are canceled (0: cancel at once)")
+	o.host = fl.String("host", "", "this host's `NAME` in the attempts it runs, its fleet queue and its metrics (default: the host name)")
+	o.rescueAfter = fl.Duration("rescue-after", daemon.DefaultRescueAfter, "on a fleet (--database postgres://), how long (`D`) an attempt's job may run before another host checks whether its host is still alive")
+	o.metricsAddr = fl.String("metrics", "", "serve GET /metrics (Prometheus text format) on this TCP `ADDR`, a host:port such as 127.0.0.1:9464 (default: off)")
+	o.pricesFile = fl.String("prices", "", "price table `FILE` (TOML: USD per million tokens per model) that turns the model calls' tokens into cost (default: "+modelgw.DefaultPricesFile+" if present)")
+	o.maxState = &sizeFlag{off: 0}
+	fl.Var(o.maxState, "max-state-size", "budget `SIZE` of the state directory (such as 200G): over it, the oldest ended attempts are pruned, never one in review (default: off)")
+	o.minFree = &sizeFlag{n: runs.DefaultReserveBytes, off: -1}
+	fl.Var(o.minFree, "min-free", "free space `SIZE` the state's disk must keep beyond an attempt's whole disk for the attempt to start (off: no check)")
+	return fl, o
+}
+
+var serveExamples = []string{
+	"benchd                                  # as the service runs it: /run/benchd/benchd.sock, /var/lib/benchd",
+	"benchd --socket /tmp/b/benchd.sock --state /tmp/b/state --tasks ./tasks",
+	"benchd --database postgres://benchd@db/benchd --host worker-1   # one host of a fleet",
 }

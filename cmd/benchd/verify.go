@@ -24,8 +24,8 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fl := flag.NewFlagSet("journal verify", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
 	asJSON := fl.Bool("json", false, "print the result as JSON")
-	if err := fl.Parse(args); err != nil {
-		return fail(stderr, 2, "journal verify: %v", err)
+	if code, ok := parseFlags(fl, args, stdout, stderr, "FILE", []string{"benchd journal verify /tmp/j/journal.jsonl"}); !ok {
+		return code
 	}
 	if fl.NArg() != 1 {
 		return fail(stderr, 2, "journal verify: want exactly one journal FILE")

@@ -47,8 +47,8 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	jpath := fl.String("journal", "", "the journal file to write (must not exist); blobs go to FILE.blobs/")
 	mnt := fl.String("mountpoint", "", "where to mount the view (default: a new directory under "+watchRunDir+")")
 	asJSON := fl.Bool("json", false, "print the result as JSON")
-	if err := fl.Parse(args); err != nil {
-		return fail(stderr, 2, "watch: %v", err)
+	if code, ok := parseFlags(fl, args, stdout, stderr, "-- CMD [ARGS...]", []string{"benchd watch --journal /tmp/j.jsonl --allow 'src/**' -- make test"}); !ok {
+		return code
 	}
 	cmdArgs := fl.Args()
 	if len(cmdArgs) == 0 {

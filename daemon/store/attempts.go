@@ -408,6 +408,24 @@ func (s *Store) ListAttempts(ctx context.Context, f Filter) ([]apitype.Attempt, 
 	return list, nil
 }
 
+// CountAttempts returns how many attempts match f, its Limit aside: the
+// total of which ListAttempts returns a page.
+func (s *Store) CountAttempts(ctx context.Context, f Filter) (int, error) {
+	where, args, err := f.where(s.d)
+	if err != nil {
+		return 0, fmt.Errorf("unable to count attempts: %w", err)
+	}
+	q := `SELECT COUNT(*) FROM attempts a`
+	if where != "" {
+		q += ` WHERE ` + where
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("unable to count attempts: %w", err)
+	}
+	return n, nil
+}
+
 // MarkInFlightInfraError is start-up recovery: every attempt in state
 // running (in flight when benchd stopped) gets its ending from end (the
 // daemon's one ending: infra_error, its phase kept, where it stopped).

@@ -72,6 +72,13 @@ func TestListAttempts(t *testing.T) {
 				if got := ids(list); !reflect.DeepEqual(got, tt.want) {
 					t.Errorf("got %v, want %v", got, tt.want)
 				}
+				unlimited := tt.f
+				unlimited.Limit = 0
+				all, err := s.ListAttempts(ctx, unlimited)
+				must(t, err)
+				if n, err := s.CountAttempts(ctx, tt.f); err != nil || n != len(all) {
+					t.Errorf("count: got %d, %v; want %d, the attempts matching without the limit", n, err, len(all))
+				}
 				for _, a := range list {
 					if tt.f.Run != "" && a.Run != tt.f.Run || tt.f.Task != "" && a.Task != tt.f.Task {
 						t.Errorf("got attempt %s of run %q task %q, want run %q task %q", a.ID, a.Run, a.Task, tt.f.Run, tt.f.Task)
