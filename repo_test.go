@@ -97,7 +97,7 @@ var allowed = map[string][]string{
 	"sandbox":             {"internal/undo"},
 	"confine":             {"limits", "netns", "sandbox", "internal/undo"},
 	"tasks":               {"fsmon/journal"},
-	"graders":             {"tasks", "fsmon/journal", "reason", "graders/reportjudge"},
+	"graders":             {"tasks", "client/apitype", "fsmon/journal", "reason", "graders/reportjudge"},
 	"graders/reportjudge": {},
 	"reason":              {},
 	"forensics":           {"client/apitype", "fsmon/journal", "internal/dsse", "reason"},

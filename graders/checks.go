@@ -138,7 +138,7 @@ func runChecks(ctx context.Context, in Input, r Runner) ([]Reason, string, error
 	}
 	if !reflect.DeepEqual(got, again) {
 		names := sortedKeys(poisoned)
-		rs = append(rs, Reason{poisonCode, fmt.Sprintf("the seeded checks answer otherwise when %s %s replaced by twins that behave otherwise: the code under test uses %s (seed %d)",
+		rs = append(rs, Reason{Code: poisonCode, Message: fmt.Sprintf("the seeded checks answer otherwise when %s %s replaced by twins that behave otherwise: the code under test uses %s (seed %d)",
 			shortList(names, 4), isAre(len(names)), itThem(len(names)), in.Seed)})
 		detail = strings.TrimSpace(detail + "\n" + detail2 + "\n" + firstDiff(cases, got, again))
 	}
@@ -182,11 +182,11 @@ func judgeProbe(ctx context.Context, in Input, r Runner, cases checkCases, raw [
 	var pe *probeError
 	switch {
 	case errors.As(err, &pe):
-		return got, []Reason{{CodeChecksFailed, "the seeded checks got no answer: " + pe.public}}, pe.detail, nil
+		return got, []Reason{{Code: CodeChecksFailed, Message: "the seeded checks got no answer: " + pe.public}}, pe.detail, nil
 	case err != nil:
 		return got, nil, "", err
 	case got.ImportError != "":
-		return got, []Reason{{CodeChecksFailed, fmt.Sprintf("the module under test could not be imported (%s)", got.ImportError)}}, "", nil
+		return got, []Reason{{Code: CodeChecksFailed, Message: fmt.Sprintf("the module under test could not be imported (%s)", got.ImportError)}}, "", nil
 	}
 	failed, first := 0, -1
 	for i := range want.Results {
@@ -202,7 +202,7 @@ func judgeProbe(ctx context.Context, in Input, r Runner, cases checkCases, raw [
 	}
 	detail := fmt.Sprintf("seeded checks (seed %d, twins %v): first failing case %d: %s\nwant %s\ngot  %s",
 		in.Seed, sortedKeys(poisoned), first, cases.Cases[first], jsonText(want.Results[first]), jsonText(at(got.Results, first)))
-	return got, []Reason{{CodeChecksFailed, fmt.Sprintf("%d of %d seeded checks gave other answers than the task's own (seed %d)", failed, len(want.Results), in.Seed)}}, detail, nil
+	return got, []Reason{{Code: CodeChecksFailed, Message: fmt.Sprintf("%d of %d seeded checks gave other answers than the task's own (seed %d)", failed, len(want.Results), in.Seed)}}, detail, nil
 }
 
 func isAre(n int) string {

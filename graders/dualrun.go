@@ -99,12 +99,12 @@ func gradeDualRun(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	switch {
 	case ref.TimedOut:
 	case ref.NoTests():
-		v.Reasons = append(v.Reasons, Reason{CodeBugNotCaught, "the tests collect no test at all"})
+		v.Reasons = append(v.Reasons, Reason{Code: CodeBugNotCaught, Message: "the tests collect no test at all"})
 	case !refOK:
-		v.Reasons = append(v.Reasons, Reason{CodeTestsFailReference, "the tests do not all pass on a correct implementation: " + ref.Describe()})
+		v.Reasons = append(v.Reasons, Reason{Code: CodeTestsFailReference, Message: "the tests do not all pass on a correct implementation: " + ref.Describe()})
 	}
 	if !planted.TimedOut && !caught && !ref.NoTests() {
-		v.Reasons = append(v.Reasons, Reason{CodeBugNotCaught, "no test fails on the planted implementation: " + planted.Describe()})
+		v.Reasons = append(v.Reasons, Reason{Code: CodeBugNotCaught, Message: "no test fails on the planted implementation: " + planted.Describe()})
 	}
 	var detect []string
 	// The other implementations matter only where the first pair judged
@@ -138,10 +138,10 @@ func gradeDualRun(ctx context.Context, in Input, r Runner) (Verdict, error) {
 		}
 	}
 	if len(detect) > 0 {
-		v.Reasons = append(v.Reasons, Reason{CodeTestsDetectFile, "the tests detect the file, not the behaviour: " + strings.Join(detect, "; ")})
+		v.Reasons = append(v.Reasons, Reason{Code: CodeTestsDetectFile, Message: "the tests detect the file, not the behaviour: " + strings.Join(detect, "; ")})
 	}
 	if timedOut {
-		v.Reasons = append(v.Reasons, Reason{CodeGraderTimeout, fmt.Sprintf("a run of the tests went past the %s limit", verifierTimeout(in))})
+		v.Reasons = append(v.Reasons, Reason{Code: CodeGraderTimeout, Message: fmt.Sprintf("a run of the tests went past the %s limit", verifierTimeout(in))})
 	}
 	v.Detail = strings.Join(details, "\n")
 	if len(v.Reasons) == 0 {

@@ -113,10 +113,10 @@ func gradeExact(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if len(res.Network) > 0 {
 		// The runner's network is closed: the call failed to reach it, and
 		// may have answered anyway; the instruction forbids the attempt.
-		reasons = append(reasons, Reason{CodeCallNetwork, fmt.Sprintf("%s() tried to use the network when called (%d attempt(s))", call, len(res.Network))})
+		reasons = append(reasons, Reason{Code: CodeCallNetwork, Message: fmt.Sprintf("%s() tried to use the network when called (%d attempt(s))", call, len(res.Network))})
 		why += "; network: " + shortList(res.Network, 5)
 	}
-	v := Verdict{Reasons: reasons, Detail: fmt.Sprintf("%s() returned %s (%s); %s; stderr: %s", call, er.Repr, er.Type, why, tail(res.Stderr, 1000))}
+	v := verdictOf("", reasons, fmt.Sprintf("%s() returned %s (%s); %s; stderr: %s", call, er.Repr, er.Type, why, tail(res.Stderr, 1000)))
 	if len(v.Reasons) == 0 {
 		v.Reward, v.Pass = 1, true
 	}
@@ -148,25 +148,25 @@ func loadExactGolden(path string) (exactGolden, error) {
 func judgeExact(call string, golden exactGolden, er exactResult, found bool, res RunResult) ([]Reason, string) {
 	switch {
 	case res.TimedOut:
-		return []Reason{{CodeCallError, fmt.Sprintf("%s() did not return within the time limit (%s)", call, res.Wall.Round(time.Millisecond))}}, ""
+		return []Reason{{Code: CodeCallError, Message: fmt.Sprintf("%s() did not return within the time limit (%s)", call, res.Wall.Round(time.Millisecond))}}, ""
 	case !found:
-		return []Reason{{CodeCallError, fmt.Sprintf("the call of %s() did not finish: exit %d", call, res.ExitCode)}}, ""
+		return []Reason{{Code: CodeCallError, Message: fmt.Sprintf("the call of %s() did not finish: exit %d", call, res.ExitCode)}}, ""
 	case er.Stage == "import":
-		return []Reason{{CodeImportError, fmt.Sprintf("importing %s failed%s", strings.Split(call, ":")[0], errorClass(er.Error))}}, er.Error
+		return []Reason{{Code: CodeImportError, Message: fmt.Sprintf("importing %s failed%s", strings.Split(call, ":")[0], errorClass(er.Error))}}, er.Error
 	case er.Stage == "call":
-		return []Reason{{CodeCallError, fmt.Sprintf("calling %s() failed%s", call, errorClass(er.Error))}}, er.Error
+		return []Reason{{Code: CodeCallError, Message: fmt.Sprintf("calling %s() failed%s", call, errorClass(er.Error))}}, er.Error
 	case er.Value == "":
-		return []Reason{{CodeWrongType, fmt.Sprintf("%s() returned a %s: want an int", call, safeName(er.Type))}}, ""
+		return []Reason{{Code: CodeWrongType, Message: fmt.Sprintf("%s() returned a %s: want an int", call, safeName(er.Type))}}, ""
 	}
 	got, ok := new(big.Int).SetString(er.Value, 10)
 	if !ok {
-		return []Reason{{CodeWrongType, fmt.Sprintf("%s() returned something that is not a decimal integer", call)}}, ""
+		return []Reason{{Code: CodeWrongType, Message: fmt.Sprintf("%s() returned something that is not a decimal integer", call)}}, ""
 	}
 	want := big.NewInt(golden.Value)
 	if got.Cmp(want) == 0 {
 		return nil, ""
 	}
-	return []Reason{{CodeWrongValue, fmt.Sprintf("%s() returned an int that is not the golden value", call)}},
+	return []Reason{{Code: CodeWrongValue, Message: fmt.Sprintf("%s() returned an int that is not the golden value", call)}},
 		fmt.Sprintf("returned %s, want %s: %s", got, want, describeMiss(got, want, golden.NearMisses))
 }
 

@@ -139,7 +139,7 @@ func grade(ctx context.Context, in Input, fn kindFunc, r Runner) (Verdict, error
 	}
 	if tree := mergeReasons(in.TreeReasons, tc.Reasons()); len(tree) > 0 {
 		// No kind grades a tree it may not copy.
-		v := Verdict{Outcome: OutcomeFail, Reasons: append(agentReasons(in), networkReasons(in)...)}
+		v := verdictOf(OutcomeFail, append(agentReasons(in), networkReasons(in)...), "")
 		v.Reasons = append(v.Reasons, tree...)
 		v.Reasons = withCaps(in, withDenied(in, v.Reasons))
 		withholdHidden(in.Task, &v)
@@ -155,7 +155,7 @@ func grade(ctx context.Context, in Input, fn kindFunc, r Runner) (Verdict, error
 
 	reasons := agentReasons(in)
 	if bad := in.Task.Policy.Violations(in.Changeset); len(bad) > 0 {
-		reasons = append(reasons, Reason{CodeWrongFiles, fmt.Sprintf("changed files the task does not allow (allowed: %s): %s",
+		reasons = append(reasons, Reason{Code: CodeWrongFiles, Message: fmt.Sprintf("changed files the task does not allow (allowed: %s): %s",
 			strings.Join(in.Task.Policy.Allow, ", "), shortList(bad, 8))})
 	}
 	reasons = withCaps(in, withDenied(in, reasons))
@@ -171,7 +171,7 @@ func grade(ctx context.Context, in Input, fn kindFunc, r Runner) (Verdict, error
 		return Verdict{}, err
 	}
 	if len(imp) > 0 {
-		reasons = append(reasons, Reason{CodeNonStdlib, "imports outside the standard library: " + shortList(imp, 8)})
+		reasons = append(reasons, Reason{Code: CodeNonStdlib, Message: "imports outside the standard library: " + shortList(imp, 8)})
 	}
 
 	var kv Verdict
@@ -179,8 +179,8 @@ func grade(ctx context.Context, in Input, fn kindFunc, r Runner) (Verdict, error
 		kv, err = fn(ctx, in, r)
 	}
 	if oomr.oomed() && (err == nil || errors.Is(err, ErrInfra)) {
-		reasons = append(reasons, Reason{CodeGraderOOM, fmt.Sprintf("a grader command running the agent's code was killed at the task's memory limit (%d MiB)", in.Task.MemoryMB)})
-		v := Verdict{Outcome: OutcomeFail, Reasons: reasons, Detail: kv.Detail}
+		reasons = append(reasons, Reason{Code: CodeGraderOOM, Message: fmt.Sprintf("a grader command running the agent's code was killed at the task's memory limit (%d MiB)", in.Task.MemoryMB)})
+		v := verdictOf(OutcomeFail, reasons, kv.Detail)
 		for _, kr := range kv.Reasons {
 			if kr.Code != tasks.CodePass && kr.Code != CodeNeedsReview && reasonCodeRE.MatchString(kr.Code) {
 				v.Reasons = append(v.Reasons, kr)
@@ -214,9 +214,9 @@ func grade(ctx context.Context, in Input, fn kindFunc, r Runner) (Verdict, error
 	}
 	kindOK := kv.Reward == 1 && kv.Pass
 	if !kindOK && !kindReview && len(kv.Reasons) == 0 {
-		reasons = append(reasons, Reason{CodeNoReward, fmt.Sprintf("grader %s gave reward %d, pass %v", in.Task.Grader.Kind, kv.Reward, kv.Pass)})
+		reasons = append(reasons, Reason{Code: CodeNoReward, Message: fmt.Sprintf("grader %s gave reward %d, pass %v", in.Task.Grader.Kind, kv.Reward, kv.Pass)})
 	}
-	v := Verdict{Outcome: OutcomeFail, Reasons: reasons, Detail: kv.Detail}
+	v := verdictOf(OutcomeFail, reasons, kv.Detail)
 	switch {
 	case len(reasons) > 0:
 	case kindOK:
@@ -224,7 +224,7 @@ func grade(ctx context.Context, in Input, fn kindFunc, r Runner) (Verdict, error
 	case kindReview:
 		// Left to review only when nothing else failed.
 		if len(review) == 0 {
-			review = []Reason{{CodeNeedsReview, fmt.Sprintf("grader %s was not confident either way", in.Task.Grader.Kind)}}
+			review = []Reason{{Code: CodeNeedsReview, Message: fmt.Sprintf("grader %s was not confident either way", in.Task.Grader.Kind)}}
 		}
 		v.Reasons, v.Outcome = review, OutcomeReview
 	}
@@ -269,10 +269,10 @@ func (o *oomRunner) oomed() bool {
 func agentReasons(in Input) []Reason {
 	var reasons []Reason
 	if in.AgentExit != nil && *in.AgentExit != 0 {
-		reasons = append(reasons, Reason{CodeAgentExit, fmt.Sprintf("the agent exited with status %d, not 0", *in.AgentExit)})
+		reasons = append(reasons, Reason{Code: CodeAgentExit, Message: fmt.Sprintf("the agent exited with status %d, not 0", *in.AgentExit)})
 	}
 	if in.TimedOut {
-		reasons = append(reasons, Reason{CodeTimeout, "the agent hit its time limit and was killed: a timeout fails with no partial credit"})
+		reasons = append(reasons, Reason{Code: CodeTimeout, Message: "the agent hit its time limit and was killed: a timeout fails with no partial credit"})
 	}
 	return reasons
 }
@@ -281,7 +281,7 @@ func agentReasons(in Input) []Reason {
 // allows it.
 func networkReasons(in Input) []Reason {
 	if len(in.Network) > 0 && !in.Task.AllowInternet {
-		return []Reason{{CodeNetwork, fmt.Sprintf("the task allows no network, and the agent tried %s", shortList(in.Network, 5))}}
+		return []Reason{{Code: CodeNetwork, Message: fmt.Sprintf("the task allows no network, and the agent tried %s", shortList(in.Network, 5))}}
 	}
 	return nil
 }
@@ -351,7 +351,7 @@ func withDenied(in Input, reasons []Reason) []Reason {
 			return reasons
 		}
 	}
-	return append(reasons, Reason{CodeWrongFiles, fmt.Sprintf(
+	return append(reasons, Reason{Code: CodeWrongFiles, Message: fmt.Sprintf(
 		"the agent tried %d change(s) the task's edit policy forbids; they were refused (see the journal's denied records)", in.Denied)})
 }
 
@@ -369,7 +369,7 @@ func withCaps(in Input, reasons []Reason) []Reason {
 		}
 		names = append(names, c)
 	}
-	return append(reasons, Reason{CodeCap, fmt.Sprintf(
+	return append(reasons, Reason{Code: CodeCap, Message: fmt.Sprintf(
 		"the agent hit the workspace's cap on %s; operations past it were refused (see the journal's cap records)", strings.Join(names, ", "))})
 }
 

@@ -212,58 +212,64 @@ import (
 	"io"
 	"time"
 
+	"benchd.dev/client/apitype"
 	"benchd.dev/fsmon/journal"
 	"benchd.dev/tasks"
 )
 
 // Reason is one reason in a verdict: a stable code and a human sentence.
-// Both are public: a message never names hidden test material.
-type Reason struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
+// Both are public: a message never names hidden test material. It is
+// the wire type, so a verdict reaches the API without a conversion.
+type Reason = apitype.Reason
 
-// Outcomes of a verdict.
+// Outcomes of a verdict: the wire's.
 const (
-	OutcomePass   = "pass"
-	OutcomeFail   = "fail"
-	OutcomeReview = "review" // neither passed nor failed: a person decides
+	OutcomePass   = apitype.OutcomePass
+	OutcomeFail   = apitype.OutcomeFail
+	OutcomeReview = apitype.OutcomeReview // neither passed nor failed: a person decides
 )
 
 // CodeNeedsReview is the one reason of a verdict left to review: its
 // message says why the grader was not confident.
 const CodeNeedsReview = tasks.CodeReview
 
-// Verdict is a grader's result. Outcome is pass, fail or review; a
-// verdict left to review has Pass false, Reward 0 and one reason,
-// needs_review, and its JSON says "pass": null. Grade sets Outcome on
-// every verdict it returns; a kind sets it only to ask for review.
+// Verdict is a grader's result: the wire verdict (apitype.Verdict) and
+// the operator's Detail, which never goes on the wire. Outcome is pass,
+// fail or review; a verdict left to review has Pass false, Reward 0 and
+// one reason, needs_review, and its JSON says "pass": null. Grade sets
+// Outcome on every verdict it returns; a kind sets it only to ask for
+// review. Reward is 0 or 1; Reasons is empty when Pass; Seed is the seed
+// of the grading's generated checks (Input.Seed, or the one Grade drew):
+// a regrade with it makes the same checks.
 type Verdict struct {
-	Reward  int      `json:"reward"` // 0 or 1
-	Pass    bool     `json:"pass"`
-	Outcome string   `json:"outcome"`
-	Reasons []Reason `json:"reasons"` // never nil in JSON; empty when Pass
+	apitype.Verdict
 	// Detail is the tail of the grader's output (test failures, hidden
 	// ones included), for the operator reading a disputed grade; never
 	// used to decide it, never shown to the agent's owner (see the
 	// package doc).
 	Detail string `json:"detail,omitempty"`
-	// Seed is the seed of the grading's generated checks (Input.Seed,
-	// or the one Grade drew): a regrade with it makes the same checks.
-	Seed uint64 `json:"seed,omitempty"`
 }
 
-// MarshalJSON writes "pass": null for a verdict left to review.
+// verdictOf is a verdict with the given outcome ("" while a kind has
+// not decided), reasons and operator's detail.
+func verdictOf(outcome string, reasons []Reason, detail string) Verdict {
+	return Verdict{Verdict: apitype.Verdict{Outcome: outcome, Reasons: reasons}, Detail: detail}
+}
+
+// MarshalJSON is the wire verdict's JSON with "detail" added, for the
+// operator's tools (benchd grade --json).
 func (v Verdict) MarshalJSON() ([]byte, error) {
-	type plain Verdict
-	out := struct {
-		plain
-		Pass *bool `json:"pass"`
-	}{plain: plain(v)}
-	if v.Outcome != OutcomeReview {
-		out.Pass = &v.Pass
+	wire, err := json.Marshal(v.Verdict)
+	if err != nil || v.Detail == "" {
+		return wire, err
 	}
-	return json.Marshal(out)
+	detail, err := json.Marshal(v.Detail)
+	if err != nil {
+		return nil, err
+	}
+	out := append(wire[:len(wire)-1:len(wire)-1], `,"detail":`...)
+	out = append(out, detail...)
+	return append(out, '}'), nil
 }
 
 // Review reports whether the verdict is left to review.

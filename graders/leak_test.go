@@ -31,7 +31,7 @@ func TestWithholdHidden(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			task := byID[tc.task]
-			v := Verdict{Reasons: []Reason{{CodeTestsFailed, tc.msg}}}
+			v := verdictOf("", []Reason{{Code: CodeTestsFailed, Message: tc.msg}}, "")
 			if tc.name == "hidden test name" {
 				// A test function the hidden file really defines.
 				toks := hiddenTokens(task)

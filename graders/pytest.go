@@ -89,10 +89,10 @@ func gradePytest(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	v := Verdict{Detail: strings.TrimSpace(run.detail(4000) + "\n" + checkDetail)}
+	v := verdictOf("", nil, strings.TrimSpace(run.detail(4000)+"\n"+checkDetail))
 	switch {
 	case run.TimedOut:
-		v.Reasons = []Reason{{CodeGraderTimeout, fmt.Sprintf("the tests ran past the %s limit", verifierTimeout(in))}}
+		v.Reasons = []Reason{{Code: CodeGraderTimeout, Message: fmt.Sprintf("the tests ran past the %s limit", verifierTimeout(in))}}
 	case run.Passed() && len(checkReasons) == 0:
 		v.Reward, v.Pass = 1, true
 	case run.Passed():
@@ -179,7 +179,7 @@ func failureReasons(run pytestRun, codes map[string][]string, public map[string]
 	}
 	var out []Reason
 	for _, c := range sortedKeys(byCode) {
-		out = append(out, Reason{c, "tests of this rule failed: " + describeFailed(byCode[c], public)})
+		out = append(out, Reason{Code: c, Message: "tests of this rule failed: " + describeFailed(byCode[c], public)})
 	}
 	if len(plain) > 0 || len(out) == 0 {
 		msg := "the tests did not all pass: " + run.Describe()
@@ -189,7 +189,7 @@ func failureReasons(run pytestRun, codes map[string][]string, public map[string]
 		if run.Exit == 1 && len(plain) < len(run.Failed) {
 			msg = "other tests failed: " + describeFailed(plain, public)
 		}
-		out = append(out, Reason{CodeTestsFailed, strings.TrimSpace(msg)})
+		out = append(out, Reason{Code: CodeTestsFailed, Message: strings.TrimSpace(msg)})
 	}
 	return out
 }

@@ -159,14 +159,14 @@ func linkEscapes(rel, target string) bool {
 func (tc *treeCheck) Reasons() []Reason {
 	var out []Reason
 	if len(tc.unsafe) > 0 {
-		out = append(out, Reason{CodeUnsafeLink, fmt.Sprintf("the workspace holds %d symbolic link(s) graders may not follow (links are refused outside the ignored paths, and anywhere when they leave the tree): %s",
+		out = append(out, Reason{Code: CodeUnsafeLink, Message: fmt.Sprintf("the workspace holds %d symbolic link(s) graders may not follow (links are refused outside the ignored paths, and anywhere when they leave the tree): %s",
 			len(tc.unsafe), shortList(tc.unsafe, 5))})
 	}
 	if len(tc.special) > 0 {
-		out = append(out, Reason{CodeSpecialFile, fmt.Sprintf("the workspace holds %d FIFO(s), socket(s) or device(s): %s", len(tc.special), shortList(tc.special, 5))})
+		out = append(out, Reason{Code: CodeSpecialFile, Message: fmt.Sprintf("the workspace holds %d FIFO(s), socket(s) or device(s): %s", len(tc.special), shortList(tc.special, 5))})
 	}
 	if len(tc.limits) > 0 {
-		out = append(out, Reason{CodeTreeLimits, fmt.Sprintf("the workspace is beyond the tree limits (%d entries, %d directories deep, %d-byte paths): %s",
+		out = append(out, Reason{Code: CodeTreeLimits, Message: fmt.Sprintf("the workspace is beyond the tree limits (%d entries, %d directories deep, %d-byte paths): %s",
 			maxTreeEntries, MaxTreeDepth, MaxTreePath, shortList(tc.limits, 3))})
 	}
 	return out

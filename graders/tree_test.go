@@ -132,7 +132,7 @@ func TestTreeRules(t *testing.T) {
 			if err != nil {
 				t.Fatalf("CopyWorkspace: %v", err)
 			}
-			if !(Verdict{Reasons: rs}).Has(c.code) {
+			if !verdictOf("", rs, "").Has(c.code) {
 				t.Fatalf("CopyWorkspace gave %v, want %s", rs, c.code)
 			}
 			zero := 0
@@ -170,7 +170,7 @@ func TestTreeLimitsEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !(Verdict{Reasons: tc.Reasons()}).Has(CodeTreeLimits) {
+	if !verdictOf("", tc.Reasons(), "").Has(CodeTreeLimits) {
 		t.Fatalf("got %v, want tree_limits", tc.Reasons())
 	}
 }

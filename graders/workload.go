@@ -166,8 +166,8 @@ func gradeWorkload(ctx context.Context, in Input, r Runner) (Verdict, error) {
 			return Verdict{}, err
 		}
 		if len(hits) > 0 {
-			return Verdict{Reasons: []Reason{{CodeForbiddenModule, fmt.Sprintf(
-				"the code imports a module the task forbids (%s): %s", strings.Join(forbidden, ", "), shortList(hits, 5))}}}, nil
+			return verdictOf("", []Reason{{Code: CodeForbiddenModule, Message: fmt.Sprintf(
+				"the code imports a module the task forbids (%s): %s", strings.Join(forbidden, ", "), shortList(hits, 5))}}, ""), nil
 		}
 	}
 	var hide []string
@@ -209,7 +209,7 @@ func gradeWorkload(ctx context.Context, in Input, r Runner) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	v := Verdict{Reasons: judgeMapRun(run, base, margin, wall, hide)}
+	v := verdictOf("", judgeMapRun(run, base, margin, wall, hide), "")
 	v.Detail = fmt.Sprintf("host slowdown %.2f (wall cap %s on the target host, %s here)\n", slowdown,
 		time.Duration(wallSec*float64(time.Second)), wall) + mapDetail(base, run, margin, wl, hide)
 	if len(v.Reasons) == 0 {
@@ -223,7 +223,7 @@ func judgeMapRun(run, base mapRun, margin int64, wall time.Duration, hide []stri
 	var out []Reason
 	res := run.res
 	if res.TimedOut || res.Wall > wall {
-		out = append(out, Reason{CodeTimeCap, fmt.Sprintf("the workload ran past its %s wall cap (stopped or done at %s)",
+		out = append(out, Reason{Code: CodeTimeCap, Message: fmt.Sprintf("the workload ran past its %s wall cap (stopped or done at %s)",
 			wall, res.Wall.Round(10*time.Millisecond))})
 	}
 	rssOver := res.MaxRSS > base.res.MaxRSS+margin
@@ -231,15 +231,15 @@ func judgeMapRun(run, base mapRun, margin int64, wall time.Duration, hide []stri
 	chargedOver := base.res.PeakCharged > 0 && res.PeakCharged > base.res.PeakCharged+margin
 	switch {
 	case res.OOM:
-		out = append(out, Reason{CodeMemoryCap, "the map was killed at the task's memory limit"})
+		out = append(out, Reason{Code: CodeMemoryCap, Message: "the map was killed at the task's memory limit"})
 	case chargedOver:
-		out = append(out, Reason{CodeMemoryCap, fmt.Sprintf("memory charged to the map's processes, page cache of files aside, %s is above the cap %s (baseline %s + margin %s): the map holds too much outside its files",
+		out = append(out, Reason{Code: CodeMemoryCap, Message: fmt.Sprintf("memory charged to the map's processes, page cache of files aside, %s is above the cap %s (baseline %s + margin %s): the map holds too much outside its files",
 			mib(res.PeakCharged), mib(base.res.PeakCharged+margin), mib(base.res.PeakCharged), mib(margin))})
 	case shmOver:
-		out = append(out, Reason{CodeMemoryCap, fmt.Sprintf("anonymous and shared memory %s is above the cap %s (baseline %s + margin %s): the map holds too much in memory",
+		out = append(out, Reason{Code: CodeMemoryCap, Message: fmt.Sprintf("anonymous and shared memory %s is above the cap %s (baseline %s + margin %s): the map holds too much in memory",
 			mib(res.PeakAnonShmem), mib(base.res.PeakAnonShmem+margin), mib(base.res.PeakAnonShmem), mib(margin))})
 	case rssOver:
-		out = append(out, Reason{CodeMemoryCap, fmt.Sprintf("peak RSS %s is above the cap %s (baseline %s + margin %s): the map holds too much in memory",
+		out = append(out, Reason{Code: CodeMemoryCap, Message: fmt.Sprintf("peak RSS %s is above the cap %s (baseline %s + margin %s): the map holds too much in memory",
 			mib(res.MaxRSS), mib(base.res.MaxRSS+margin), mib(base.res.MaxRSS), mib(margin))})
 	}
 	if run.wrong != "" {
@@ -247,9 +247,9 @@ func judgeMapRun(run, base mapRun, margin int64, wall time.Duration, hide []stri
 		if len(hide) > 0 {
 			msg += " (the modules the task forbids are absent from the probe)"
 		}
-		out = append(out, Reason{CodeWorkloadWrong, msg})
+		out = append(out, Reason{Code: CodeWorkloadWrong, Message: msg})
 	} else if run.answered < len(run.wl.ops) && !res.TimedOut && !res.OOM {
-		out = append(out, Reason{CodeWorkloadWrong, fmt.Sprintf("the map stopped answering after %d of %d operations (exit %d, signal %d)",
+		out = append(out, Reason{Code: CodeWorkloadWrong, Message: fmt.Sprintf("the map stopped answering after %d of %d operations (exit %d, signal %d)",
 			run.answered, len(run.wl.ops), res.ExitCode, res.Signal)})
 	}
 	return out

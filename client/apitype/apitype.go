@@ -584,13 +584,17 @@ type Verdict struct {
 	Seed uint64 `json:"seed,omitempty"`
 }
 
-// MarshalJSON writes "pass": null for a verdict left to review.
+// MarshalJSON writes "pass": null for a verdict left to review, and
+// "reasons": [] rather than null.
 func (v Verdict) MarshalJSON() ([]byte, error) {
 	type plain Verdict
 	out := struct {
 		plain
 		Pass *bool `json:"pass"`
 	}{plain: plain(v)}
+	if out.Reasons == nil {
+		out.Reasons = []Reason{}
+	}
 	if v.Outcome != OutcomeReview {
 		out.Pass = &v.Pass
 	}

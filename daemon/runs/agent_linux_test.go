@@ -1,7 +1,7 @@
 package runs
 
 import (
-	"benchd.dev/fsmon/journal"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +12,7 @@ import (
 
 	"benchd.dev/agents"
 	"benchd.dev/client/apitype"
+	"benchd.dev/fsmon/journal"
 	"benchd.dev/graders"
 	"benchd.dev/sandbox"
 	"benchd.dev/tasks"
@@ -145,19 +146,40 @@ func TestResolveAgent(t *testing.T) {
 }
 
 // TestAPIVerdict: the wire verdict is the graders' as it is (Grade
-// decides it, the refused edits included), with reasons never null.
+// decides it, the refused edits included), with reasons never null and
+// the operator's detail never on the wire.
 func TestAPIVerdict(t *testing.T) {
 	for _, gv := range []graders.Verdict{
-		{Reward: 1, Pass: true, Outcome: graders.OutcomePass, Reasons: nil, Seed: 9},
-		{Outcome: graders.OutcomeFail, Reasons: []graders.Reason{{Code: "tests_failed", Message: "x"}, {Code: graders.CodeWrongFiles, Message: "y"}}},
-		{Outcome: graders.OutcomeReview, Reasons: []graders.Reason{{Code: graders.CodeNeedsReview, Message: "z"}}},
+		{Verdict: apitype.Verdict{Reward: 1, Pass: true, Outcome: graders.OutcomePass, Seed: 9}},
+		{Verdict: apitype.Verdict{Outcome: graders.OutcomeFail, Reasons: []graders.Reason{{Code: "tests_failed", Message: "x"}, {Code: graders.CodeWrongFiles, Message: "y"}}}, Detail: "hidden test_secret failed"},
+		{Verdict: apitype.Verdict{Outcome: graders.OutcomeReview, Reasons: []graders.Reason{{Code: graders.CodeNeedsReview, Message: "z"}}}},
 	} {
-		v := apiVerdict(gv)
-		if v.Pass != gv.Pass || v.Reward != gv.Reward || v.Outcome != gv.Outcome || v.Seed != gv.Seed || !slices.Equal(codes(v.Reasons), gv.Codes()) {
-			t.Errorf("apiVerdict(%+v) = %+v", gv, v)
+		wire, err := json.Marshal(gv.Verdict)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if v.Reasons == nil {
-			t.Error("got nil reasons, want an empty list")
+		var back apitype.Verdict
+		if err := json.Unmarshal(wire, &back); err != nil {
+			t.Fatal(err)
+		}
+		if back.Pass != gv.Pass || back.Reward != gv.Reward || back.Outcome != gv.Outcome || back.Seed != gv.Seed || !slices.Equal(codes(back.Reasons), gv.Codes()) {
+			t.Errorf("wire verdict of %+v came back as %+v", gv, back)
+		}
+		if !strings.Contains(string(wire), `"reasons":[`) {
+			t.Errorf("wire verdict %s: want reasons as a list, never null", wire)
+		}
+		if strings.Contains(string(wire), "detail") || strings.Contains(string(wire), "secret") {
+			t.Errorf("wire verdict %s carries the operator's detail", wire)
+		}
+		op, err := json.Marshal(gv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gv.Detail != "" && !strings.Contains(string(op), `"detail":"hidden test_secret failed"`) {
+			t.Errorf("operator's verdict %s lost its detail", op)
+		}
+		if (gv.Outcome == graders.OutcomeReview) != strings.Contains(string(wire), `"pass":null`) {
+			t.Errorf("wire verdict %s: pass must be null exactly when left to review", wire)
 		}
 	}
 }

@@ -80,7 +80,8 @@
 //     shared rules included (exit 0, no timeout, only allowed files
 //     changed and no edit the view refused, no network on a closed task,
 //     stdlib imports); the agent's facts go in through RecordedFacts,
-//     and the verdict comes out unchanged (apiVerdict). workspace_cap
+//     and the verdict comes out unchanged: graders.Verdict is the wire
+//     verdict (apitype.Verdict) and the operator's Detail. workspace_cap
 //     when the view hit a cap (files, journal records, blob bytes:
 //     fsmon's defaults), from the view's counters, or for a regrade from
 //     the cap records of the journal in the attempt directory.

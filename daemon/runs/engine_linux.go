@@ -760,7 +760,7 @@ func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt,
 	if !gv.Pass {
 		e.log.Debug("graded a failure", "task", task.ID, "reasons", gv.Codes(), "detail", gv.Detail)
 	}
-	return apiVerdict(gv), nil
+	return gv.Verdict, nil // the wire verdict as Grade decided it; Detail stays here
 }
 
 // scratchPrefix, then benchd's pid and a dash, names the grader scratch
@@ -825,17 +825,6 @@ func (e *Engine) Regrade(ctx context.Context, task *tasks.Task, a apitype.Attemp
 	}
 	// The agent's uid went with its attempt: its code runs as another.
 	return e.grade(ctx, task, a, caps, finalDir, workParent, stdout, cs, &undos, 0, 0)
-}
-
-// apiVerdict is the graders' verdict on the wire. Grade decides it,
-// the shared rules (exit status, timeout, changed files, refused edits,
-// network, imports) included: nothing here changes it.
-func apiVerdict(gv graders.Verdict) apitype.Verdict {
-	v := apitype.Verdict{Pass: gv.Pass, Reward: gv.Reward, Outcome: gv.Outcome, Reasons: []apitype.Reason{}, Seed: gv.Seed}
-	for _, r := range gv.Reasons {
-		v.Reasons = append(v.Reasons, apitype.Reason{Code: r.Code, Message: r.Message})
-	}
-	return v
 }
 
 // prepareBacking copies the bundle's workspace to backing and the plan
