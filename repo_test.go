@@ -191,10 +191,12 @@ func TestClientLinksNoKernelCode(t *testing.T) {
 }
 
 // Bounds on the length of functions, in lines from func to its closing
-// brace: any function of daemon/, and the one that runs an attempt.
+// brace: any function of daemon/, the one that runs an attempt, and an
+// HTTP handler (a method named handle...), which is transport only.
 const (
 	maxFuncLines    = 100
 	maxExecuteLines = 50
+	maxHandlerLines = 32
 )
 
 // TestFunctionLengths: no function of daemon/ is over maxFuncLines, and
@@ -226,6 +228,9 @@ func TestFunctionLengths(t *testing.T) {
 			}
 			if n > maxFuncLines {
 				t.Errorf("%s is %d lines: at most %d", name, n, maxFuncLines)
+			}
+			if fd.Recv != nil && strings.HasPrefix(fd.Name.Name, "handle") && n > maxHandlerLines {
+				t.Errorf("%s is %d lines: a handler decodes the request, calls the method that does the work and writes its answer, in at most %d", name, n, maxHandlerLines)
 			}
 		}
 		return nil

@@ -435,37 +435,49 @@ func (s *server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 		return s.storedEvents(r.Context(), enc, rc, id)
 	}
 	if la == nil {
-		ev := finalEvent(a)
-		if a.State == apitype.StateQueued || a.State == apitype.StateRunning {
-			// Ended between the two look-ups: the store has the end now.
-			if a2, err := s.store.GetAttempt(r.Context(), id); err == nil {
-				ev = finalEvent(a2)
-			}
-		}
-		enc.Encode(ev)
+		enc.Encode(s.endedEvent(r.Context(), a))
 		rc.Flush()
 		return nil
 	}
+	s.followLive(r.Context(), la, enc, rc)
+	return nil
+}
+
+// endedEvent is the final event of attempt a, which has no live state
+// here: when a is still queued or running in the store, it ended between
+// the two look-ups, and the store has its end now.
+func (s *server) endedEvent(ctx context.Context, a apitype.Attempt) apitype.Event {
+	if a.State == apitype.StateQueued || a.State == apitype.StateRunning {
+		if a2, err := s.store.GetAttempt(ctx, a.ID); err == nil {
+			return finalEvent(a2)
+		}
+	}
+	return finalEvent(a)
+}
+
+// followLive sends la's events as they change, until its final one, the
+// client's going or benchd's shutdown.
+func (s *server) followLive(ctx context.Context, la *liveAttempt, enc *json.Encoder, rc *http.ResponseController) {
 	var last apitype.Event
 	first := true
 	for {
 		ev, changed, final := la.snapshot()
 		if first || ev != last {
 			if err := enc.Encode(ev); err != nil {
-				return nil
+				return
 			}
 			rc.Flush()
 			first, last = false, ev
 		}
 		if final != nil {
-			return nil
+			return
 		}
 		select {
 		case <-changed:
-		case <-r.Context().Done():
-			return nil
+		case <-ctx.Done():
+			return
 		case <-s.closing:
-			return nil
+			return
 		}
 	}
 }

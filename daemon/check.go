@@ -28,53 +28,22 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) error {
 	if stream != "" && stream != "1" {
 		return fmt.Errorf("stream=%q: want 1: %w", stream, errInvalid)
 	}
-	list, err := s.checkTasks(r.URL.Query().Get("task"))
+	c, err := s.startCheck(ctx, r.URL.Query().Get("task"))
 	if err != nil {
 		return err
 	}
-	items, err := s.checkItems(list)
-	if err != nil {
-		return err
-	}
-	var ids []string
-	cancelAll := func() {
-		for _, id := range ids {
-			s.cancelAttempt(context.WithoutCancel(ctx), id)
-		}
-	}
-	for i, it := range items {
-		run, err := s.submit(ctx, it.sub)
+	if stream == "" {
+		out, err := s.awaitCheck(ctx, c, nil)
 		if err != nil {
-			cancelAll()
 			return err
 		}
-		ids = append(ids, run.Attempts[0])
-		items[i].res.Attempt = run.Attempts[0]
+		writeJSON(w, http.StatusOK, out)
+		return nil
 	}
-
-	var send func(apitype.CheckEvent)
-	if stream == "1" {
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		w.WriteHeader(http.StatusOK)
-		enc := json.NewEncoder(w)
-		flusher, _ := w.(http.Flusher)
-		send = func(ev apitype.CheckEvent) {
-			enc.Encode(ev)
-			if flusher != nil {
-				flusher.Flush()
-			}
-		}
-		start := apitype.CheckEvent{Type: apitype.CheckStart, Concurrency: s.cfg.Concurrency}
-		for _, it := range items {
-			start.Attempts = append(start.Attempts, it.res)
-		}
-		send(start)
-	}
-	fail := func(err error) error {
-		cancelAll()
-		if send == nil {
-			return err
-		}
+	send := ndjsonSender(w)
+	send(c.start(s.cfg.Concurrency))
+	out, err := s.awaitCheck(ctx, c, send)
+	if err != nil {
 		status, body := httpError(err)
 		if status == http.StatusInternalServerError {
 			s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -82,42 +51,104 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) error {
 		send(apitype.CheckEvent{Type: apitype.CheckError, Error: &body})
 		return nil
 	}
+	send(apitype.CheckEvent{Type: apitype.CheckEnd, Check: &out})
+	return nil
+}
 
-	// The attempts are awaited together, so that each one's end is
-	// known (and streamed) when it comes, whatever the order.
+// ndjsonSender starts a 200 response of newline-delimited JSON on w and
+// returns what sends one event of it, flushed.
+func ndjsonSender(w http.ResponseWriter) func(apitype.CheckEvent) {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	return func(ev apitype.CheckEvent) {
+		enc.Encode(ev)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+}
+
+// check is a check under way: its known attempts, each submitted as
+// attempt ids[i].
+type check struct {
+	items []checkItem
+	ids   []string
+}
+
+// start is the check's first event, naming each attempt.
+func (c *check) start(concurrency int) apitype.CheckEvent {
+	ev := apitype.CheckEvent{Type: apitype.CheckStart, Concurrency: concurrency}
+	for _, it := range c.items {
+		ev.Attempts = append(ev.Attempts, it.res)
+	}
+	return ev
+}
+
+// startCheck validates every known attempt of the task of id (every
+// task when id is empty), then submits them; when one is refused none
+// stays queued.
+func (s *server) startCheck(ctx context.Context, id string) (*check, error) {
+	list, err := s.checkTasks(id)
+	if err != nil {
+		return nil, err
+	}
+	items, err := s.checkItems(list)
+	if err != nil {
+		return nil, err
+	}
+	c := &check{items: items}
+	for i, it := range items {
+		run, err := s.submit(ctx, it.sub)
+		if err != nil {
+			s.cancelCheck(ctx, c)
+			return nil, err
+		}
+		c.ids = append(c.ids, run.Attempts[0])
+		c.items[i].res.Attempt = run.Attempts[0]
+	}
+	return c, nil
+}
+
+// cancelCheck cancels every attempt c submitted.
+func (s *server) cancelCheck(ctx context.Context, c *check) {
+	for _, id := range c.ids {
+		s.cancelAttempt(context.WithoutCancel(ctx), id)
+	}
+}
+
+// awaitCheck waits for every attempt of c, together, so that each one's
+// end is known (and sent, when send is not nil) when it comes, whatever
+// the order; on an error it cancels them all.
+func (s *server) awaitCheck(ctx context.Context, c *check, send func(apitype.CheckEvent)) (apitype.TaskCheck, error) {
 	type ended struct {
 		i   int
 		a   apitype.Attempt
 		err error
 	}
-	ch := make(chan ended, len(ids))
-	for i, id := range ids {
+	ch := make(chan ended, len(c.ids))
+	for i, id := range c.ids {
 		go func() {
 			a, err := s.await(ctx, id)
 			ch <- ended{i, a, err}
 		}()
 	}
-	out := apitype.TaskCheck{OK: true, Results: make([]apitype.CheckResult, len(items))}
-	for range ids {
+	out := apitype.TaskCheck{OK: true, Results: make([]apitype.CheckResult, len(c.items))}
+	for range c.ids {
 		e := <-ch
 		if e.err != nil {
-			return fail(e.err)
+			s.cancelCheck(ctx, c)
+			return apitype.TaskCheck{}, e.err
 		}
-		res := items[e.i].result(e.a)
-		if !res.OK {
-			out.OK = false
-		}
+		res := c.items[e.i].result(e.a)
+		out.OK = out.OK && res.OK
 		out.Results[e.i] = res
 		if send != nil {
 			send(apitype.CheckEvent{Type: apitype.CheckAttempt, Result: &res, Ended: &e.a})
 		}
 	}
-	if send != nil {
-		send(apitype.CheckEvent{Type: apitype.CheckEnd, Check: &out})
-		return nil
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 // checkTasks are the tasks a check names: the one of id, or every task
@@ -211,48 +242,57 @@ func (s *server) await(ctx context.Context, id string) (apitype.Attempt, error) 
 	return a, nil
 }
 
-// handleRegrade grades the attempt's final tree, rebuilt from its stored
-// journal and blobs, again, and says whether the verdict is the same.
+// handleRegrade: POST /v1/attempts/{id}/regrade (regrade).
 func (s *server) handleRegrade(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
 	a, err := s.getAttempt(r)
 	if err != nil {
 		return err
 	}
+	out, err := s.regrade(r.Context(), a)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// regrade grades attempt a's final tree, rebuilt from its stored journal
+// and blobs, again, and says whether the verdict is the same.
+func (s *server) regrade(ctx context.Context, a apitype.Attempt) (apitype.Regrade, error) {
 	if a.State != apitype.StateDone {
-		return fmt.Errorf("attempt %s is %s: only a graded attempt can be graded again: %w", a.ID, a.State, errConflict)
+		return apitype.Regrade{}, fmt.Errorf("attempt %s is %s: only a graded attempt can be graded again: %w", a.ID, a.State, errConflict)
 	}
 	task, err := tasks.Find(s.cfg.TasksDir, a.Task)
 	if err != nil {
-		return fmt.Errorf("task %q of attempt %s: %w", a.Task, a.ID, err)
+		return apitype.Regrade{}, fmt.Errorf("task %q of attempt %s: %w", a.Task, a.ID, err)
 	}
 	// The same grader means the same bundle: one that changed since is
 	// refused, as verify --regrade and benchd grade --attempt refuse it.
 	if sha, err := task.BundleSHA256(); err != nil {
-		return fmt.Errorf("unable to hash the bundle of %s: %w", a.Task, err)
+		return apitype.Regrade{}, fmt.Errorf("unable to hash the bundle of %s: %w", a.Task, err)
 	} else if a.TaskSHA256 != "" && sha != a.TaskSHA256 {
-		return fmt.Errorf("attempt %s was graded with bundle %s of %s, but the task store holds bundle %s now: %w", a.ID, a.TaskSHA256, a.Task, sha, errConflict)
+		return apitype.Regrade{}, fmt.Errorf("attempt %s was graded with bundle %s of %s, but the task store holds bundle %s now: %w", a.ID, a.TaskSHA256, a.Task, sha, errConflict)
 	}
 	_, recs, err := s.storedJournal(ctx, a.ID)
 	if err != nil {
-		return err
+		return apitype.Regrade{}, err
 	}
 	tmp, err := os.MkdirTemp(filepath.Join(s.cfg.StateDir, regradeDir), a.ID+"-")
 	if err != nil {
-		return fmt.Errorf("unable to make a regrade directory: %w", err)
+		return apitype.Regrade{}, fmt.Errorf("unable to make a regrade directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	final := filepath.Join(tmp, "final")
 	blobs, err := s.store.BlobsFor(ctx, a.ID)
 	if err != nil {
-		return err
+		return apitype.Regrade{}, err
 	}
 	if err := journal.Replay(recs, blobs, ^uint64(0), final); err != nil {
-		return fmt.Errorf("unable to rebuild the final tree of attempt %s: %w", a.ID, err)
+		return apitype.Regrade{}, fmt.Errorf("unable to rebuild the final tree of attempt %s: %w", a.ID, err)
 	}
 	after, err := s.engine.Regrade(ctx, task, a, final)
 	if err != nil {
-		return fmt.Errorf("regrade of attempt %s: %w", a.ID, err)
+		return apitype.Regrade{}, fmt.Errorf("regrade of attempt %s: %w", a.ID, err)
 	}
 	// A reviewed attempt is graded again against the grader's verdict,
 	// not the reviewer's.
@@ -260,16 +300,7 @@ func (s *server) handleRegrade(w http.ResponseWriter, r *http.Request) error {
 	if a.Review != nil {
 		before = a.Review.Graded
 	}
-	if after.Reasons == nil {
-		after.Reasons = []apitype.Reason{}
-	}
-	writeJSON(w, http.StatusOK, apitype.Regrade{
-		Attempt: a.ID,
-		Before:  before,
-		After:   after,
-		Same:    sameVerdict(before, after),
-	})
-	return nil
+	return apitype.Regrade{Attempt: a.ID, Before: before, After: after, Same: sameVerdict(before, after)}, nil
 }
 
 // sameVerdict compares pass, reward and the set of reason codes (the

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -13,30 +14,39 @@ import (
 	"benchd.dev/daemon/store"
 )
 
-// handlePrune deletes the ended attempts the request selects: their
-// records and unused blobs in the store (store.Prune, one transaction),
-// then each one's work directory STATE/attempts/ID (its disk image, its
-// capture files). A work directory with a mount below it (a read-only
-// mount of the disk for a diff or a regrade still going on) or of an
-// attempt still in memory is left, and listed as kept. A dry run
-// deletes nothing and says what would go.
+// handlePrune: POST /v1/prune (prune).
 func (s *server) handlePrune(w http.ResponseWriter, r *http.Request) error {
 	var req apitype.PruneRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
+	out, err := s.prune(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// prune deletes the ended attempts req selects: their records and
+// unused blobs in the store (store.Prune, one transaction), then each
+// one's work directory STATE/attempts/ID (its disk image, its capture
+// files). A work directory with a mount below it (a read-only mount of
+// the disk for a diff or a regrade still going on) or of an attempt
+// still in memory is left, and listed as kept. A dry run deletes
+// nothing and says what would go.
+func (s *server) prune(ctx context.Context, req apitype.PruneRequest) (apitype.Prune, error) {
 	if req.Before.IsZero() {
-		return fmt.Errorf("a prune needs a time to prune before: %w", errInvalid)
+		return apitype.Prune{}, fmt.Errorf("a prune needs a time to prune before: %w", errInvalid)
 	}
 	for _, p := range req.Purposes {
 		if !apitype.ValidPurpose(p) {
-			return fmt.Errorf("purpose %q: want one of %s: %w", p, strings.Join(apitype.Purposes, ", "), errInvalid)
+			return apitype.Prune{}, fmt.Errorf("purpose %q: want one of %s: %w", p, strings.Join(apitype.Purposes, ", "), errInvalid)
 		}
 	}
-	ctx := r.Context()
 	pr, err := s.store.Prune(ctx, store.PruneFilter{Before: req.Before, Purposes: req.Purposes, DryRun: req.DryRun})
 	if err != nil {
-		return err
+		return apitype.Prune{}, err
 	}
 	out := apitype.Prune{
 		DryRun: req.DryRun, Attempts: pr.Attempts, Runs: pr.Runs, Blobs: pr.Blobs,
@@ -66,8 +76,7 @@ func (s *server) handlePrune(w http.ResponseWriter, r *http.Request) error {
 	p := peerFrom(ctx)
 	s.log.Info("prune", "uid", p.UID, "before", req.Before, "purposes", req.Purposes, "dry_run", req.DryRun,
 		"attempts", len(out.Attempts), "runs", out.Runs, "blobs", out.Blobs, "bytes", out.Bytes(), "kept", len(out.Kept))
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 // inUse says why the work directory dir must stay ("" when it may go):
