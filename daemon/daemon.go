@@ -22,6 +22,7 @@ import (
 	"benchd.dev/client/apitype"
 	"benchd.dev/daemon/runs"
 	"benchd.dev/daemon/store"
+	"benchd.dev/fsmon"
 	"benchd.dev/limits"
 	"benchd.dev/modelgw"
 	"benchd.dev/sandbox"
@@ -304,7 +305,11 @@ func Run(ctx context.Context, cfg Config) error {
 		UIDs:         cfg.UIDs,
 		CgroupParent: cfg.CgroupParent,
 		ReserveBytes: cfg.ReserveBytes,
-		Logger:       cfg.Logger,
+		// Each of the attempts that run at once gets its own share of
+		// benchd's descriptors: a view that takes all of its share
+		// leaves the others' whole.
+		WorkspaceOpenFiles: fsmon.MaxOpenFilesFor(cfg.Concurrency),
+		Logger:             cfg.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("unable to start the attempt engine: %w", err)

@@ -32,14 +32,21 @@ type openFiles struct {
 }
 
 // DefaultMaxOpenFiles is the per-view bound on backing descriptors when
-// Config.MaxOpenFiles is 0: three quarters of the process's
-// RLIMIT_NOFILE split evenly across SharedViews views, at least 256.
-func DefaultMaxOpenFiles() int {
+// Config.MaxOpenFiles is 0: MaxOpenFilesFor(SharedViews).
+func DefaultMaxOpenFiles() int { return MaxOpenFilesFor(SharedViews) }
+
+// MaxOpenFilesFor is the per-view bound when views views at most share
+// the process: three quarters of its RLIMIT_NOFILE split evenly across
+// them, at least 256, so that views that each hold their whole share
+// still leave the process a quarter for itself (benchd's sockets, store
+// and gradings). benchd passes its concurrency.
+func MaxOpenFilesFor(views int) int {
+	views = max(views, 1)
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
 		return 256
 	}
-	return int(max(rl.Cur/4*3/SharedViews, 256))
+	return int(max(rl.Cur/4*3/uint64(views), 256))
 }
 
 // SharedViews is how many views DefaultMaxOpenFiles assumes run at once
