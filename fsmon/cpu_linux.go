@@ -18,6 +18,8 @@ import (
 // request), data a Read reply splices after the handler returned, and
 // the garbage collector's share of the view's allocations. Requests
 // without a wrapper below (locks, ioctl, forget batches) are not counted.
+// The timing costs about 0.5 µs a request (the thread lock and two
+// clock_gettime system calls).
 
 // threadCPU returns the calling thread's CPU time.
 func threadCPU() time.Duration {
