@@ -44,6 +44,12 @@ const (
 // attempts land in +Inf).
 var durationBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 900}
 
+// The work label of benchd_attempt_cpu_seconds_total.
+const (
+	workView  = "view"  // apitype.Attempt.ViewCPUMS
+	workGrade = "grade" // apitype.Attempt.GradeCPUMS
+)
+
 // metrics is what benchd measures of itself for GET /metrics, in a
 // registry of its own. Every series carries the const label host.
 type metrics struct {
@@ -54,6 +60,7 @@ type metrics struct {
 	duration *prometheus.HistogramVec // by outcome
 	grading  prometheus.Histogram
 	infra    *prometheus.CounterVec // by reason
+	cpu      *prometheus.CounterVec // benchd's work for attempts, by work (view, grade)
 
 	mu sync.Mutex
 	// stored counts the ended attempts of the store by state: counted
@@ -87,6 +94,10 @@ func newMetrics(host string, live func() (queued, running int)) *metrics {
 			Name: "benchd_infra_errors_total", ConstLabels: labels,
 			Help: "Attempts this process recorded as infra_error, by reason.",
 		}, []string{"reason"}),
+		cpu: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "benchd_attempt_cpu_seconds_total", ConstLabels: labels,
+			Help: "CPU time benchd spent for the attempts this process ended: serving their views (work=view), their graders' commands (work=grade).",
+		}, []string{"work"}),
 		stored: map[string]int{},
 	}
 	queueDepth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -99,12 +110,15 @@ func newMetrics(host string, live func() (queued, running int)) *metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.started, m.ended, m.duration, m.grading, m.infra, queueDepth, states,
+		m.started, m.ended, m.duration, m.grading, m.infra, m.cpu, queueDepth, states,
 	)
 	// Series of every label value exist from the start, at 0, so that
 	// rate() and alerts see the first increment.
 	for _, o := range []string{apitype.OutcomePass, apitype.OutcomeFail, apitype.OutcomeReview, outcomeInfraError, outcomeCanceled} {
 		m.ended.WithLabelValues(o)
+	}
+	for _, w := range []string{workView, workGrade} {
+		m.cpu.WithLabelValues(w)
 	}
 	for _, r := range []string{infraShutdown, infraShutdownTimeout, infraRecovery, infraRequeue, infraRescued, infraJournal, infraEngine} {
 		m.infra.WithLabelValues(r)
@@ -151,6 +165,8 @@ func (m *metrics) end(a apitype.Attempt, reason string) {
 	if a.State == apitype.StateInfraError {
 		m.infra.WithLabelValues(reason).Inc()
 	}
+	m.cpu.WithLabelValues(workView).Add(float64(a.ViewCPUMS) / 1000)
+	m.cpu.WithLabelValues(workGrade).Add(float64(a.GradeCPUMS) / 1000)
 	m.mu.Lock()
 	m.stored[a.State]++
 	m.mu.Unlock()

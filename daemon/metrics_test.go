@@ -74,9 +74,9 @@ func TestMetrics(t *testing.T) {
 	m.start()
 	m.start()
 	m.start()
-	m.end(apitype.Attempt{State: apitype.StateDone, Pass: true, Outcome: apitype.OutcomePass, Started: at(0), Finished: at(2 * time.Second)}, "")
+	m.end(apitype.Attempt{State: apitype.StateDone, Pass: true, Outcome: apitype.OutcomePass, Started: at(0), Finished: at(2 * time.Second), ViewCPUMS: 250, GradeCPUMS: 1500}, "")
 	m.end(apitype.Attempt{State: apitype.StateDone, Outcome: apitype.OutcomeReview, Started: at(0), Finished: at(40 * time.Second)}, "")
-	m.end(apitype.Attempt{State: apitype.StateInfraError, Started: at(0), Finished: at(time.Second)}, infraEngine)
+	m.end(apitype.Attempt{State: apitype.StateInfraError, Started: at(0), Finished: at(time.Second), ViewCPUMS: 500}, infraEngine)
 	m.end(apitype.Attempt{State: apitype.StateCanceled, Finished: at(0)}, "") // never ran: no duration
 	m.graded([]runs.PhaseTime{{Phase: apitype.PhaseRun, Duration: time.Second}, {Phase: apitype.PhaseGrade, Duration: 300 * time.Millisecond}})
 
@@ -116,6 +116,8 @@ func TestMetrics(t *testing.T) {
 		{"benchd_infra_errors_total", with("reason", infraEngine), 1},
 		{"benchd_infra_errors_total", with("reason", infraRecovery), 1},
 		{"benchd_infra_errors_total", with("reason", infraShutdown), 0},
+		{"benchd_attempt_cpu_seconds_total", with("work", "view"), 0.75},
+		{"benchd_attempt_cpu_seconds_total", with("work", "grade"), 1.5},
 	}
 	for _, c := range counters {
 		if got := sample(t, fams, c.name, c.labels).GetCounter().GetValue(); got != c.want {

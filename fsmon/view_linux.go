@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -111,6 +112,9 @@ type View struct {
 	root     *node
 	log      *slog.Logger
 	callers  callers
+	// cpu is the CPU time of the view's requests in nanoseconds
+	// (cpu_linux.go).
+	cpu atomic.Int64
 
 	// renameMu orders release records, whose path is read from the
 	// backing descriptor, with the records of renames and unlinks,
@@ -182,6 +186,9 @@ type Stats struct {
 	BlobBytes int64    // bytes of content the view stored as blobs
 	Caps      []string // the caps hit (journal.CapFiles, ...), in order; each has one cap record
 	OpenFiles int      // backing descriptors the view holds now (Config.MaxOpenFiles)
+	// CPU is the CPU time benchd's threads spent serving the view's
+	// requests so far (cpu_linux.go says what it counts).
+	CPU time.Duration
 }
 
 // Mount snapshots the backing directory into the journal (record 1),
@@ -348,6 +355,7 @@ type rawView struct {
 // Release finishes the RELEASE of a file, then uncounts its open
 // (iomode_linux.go).
 func (r *rawView) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	defer r.timed()()
 	r.RawFileSystem.Release(cancel, in)
 	r.v.released(cancel)
 }
@@ -371,6 +379,7 @@ func (r *rawView) withDir(cancel <-chan struct{}, h *fuse.InHeader, fh uint64, f
 }
 
 func (r *rawView) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	defer r.timed()()
 	return r.withDir(cancel, &in.InHeader, in.Fh, func(fh uint64) fuse.Status {
 		req := *in
 		req.Fh = fh
@@ -379,6 +388,7 @@ func (r *rawView) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.Dir
 }
 
 func (r *rawView) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	defer r.timed()()
 	return r.withDir(cancel, &in.InHeader, in.Fh, func(fh uint64) fuse.Status {
 		req := *in
 		req.Fh = fh
@@ -387,6 +397,7 @@ func (r *rawView) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse
 }
 
 func (r *rawView) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	defer r.timed()()
 	return r.withDir(cancel, &in.InHeader, in.Fh, func(fh uint64) fuse.Status {
 		req := *in
 		req.Fh = fh
@@ -440,7 +451,7 @@ func (v *View) Stats() Stats {
 	held := v.openFilesHeld()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return Stats{Records: v.records, Edits: v.counts.Edits, Denied: v.counts.Denied, Files: v.files, BlobBytes: v.blobBytes, Caps: append([]string(nil), v.capsHit...), OpenFiles: held}
+	return Stats{Records: v.records, Edits: v.counts.Edits, Denied: v.counts.Denied, Files: v.files, BlobBytes: v.blobBytes, Caps: append([]string(nil), v.capsHit...), OpenFiles: held, CPU: time.Duration(v.cpu.Load())}
 }
 
 // Backing returns the backing directory.

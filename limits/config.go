@@ -241,4 +241,8 @@ type Usage struct {
 	// Samples is how many sampler passes PeakAnonBytes and MaxRSSBytes
 	// rest on.
 	Samples int
+	// CPU is the CPU time (user and system) the group's tasks used: v2
+	// cpu.stat usage_usec, which the kernel keeps whether or not the cpu
+	// controller is enabled. 0 where the group has no v2 directory.
+	CPU time.Duration
 }

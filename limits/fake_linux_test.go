@@ -354,8 +354,9 @@ func TestUsageFake(t *testing.T) {
 				"memory.events":  "low 0\nhigh 0\nmax 9\noom 2\noom_kill 2\n",
 				"pids.events":    "max 0\n",
 				"cgroup.procs":   "1\n2\n",
+				"cpu.stat":       "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\n",
 			},
-			want: Usage{PeakBytes: 300000000, CurrentBytes: 8192, OOMKills: 2, MemoryLimitHits: 9, Procs: 2},
+			want: Usage{PeakBytes: 300000000, CurrentBytes: 8192, OOMKills: 2, MemoryLimitHits: 9, Procs: 2, CPU: 2500 * time.Millisecond},
 		},
 		{
 			name:   "v2 without memory.peak",

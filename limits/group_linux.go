@@ -402,6 +402,7 @@ func (g *Group) readUsage() (Usage, error) {
 	pids, err := readPids(mem.file("cgroup.procs"))
 	keep("cgroup.procs", err)
 	u.Procs = len(pids)
+	u.CPU = g.cpuUsed()
 
 	g.smu.Lock()
 	s := g.samples
@@ -413,6 +414,23 @@ func (g *Group) readUsage() (Usage, error) {
 		u.PeakBytes = max(s.current, u.CurrentBytes)
 	}
 	return u, errors.Join(errs...)
+}
+
+// cpuUsed reads usage_usec of cpu.stat in the group's first v2
+// directory; 0 when it has none or the file cannot be read (a group of a
+// pure v1 layout).
+func (g *Group) cpuUsed() time.Duration {
+	for i := range g.hs {
+		if !g.hs[i].v2 {
+			continue
+		}
+		st, err := readKeyed(g.hs[i].file("cpu.stat"))
+		if err != nil {
+			return 0
+		}
+		return time.Duration(st["usage_usec"]) * time.Microsecond
+	}
+	return 0
 }
 
 // runSampler samples every SampleInterval until ctx ends.

@@ -329,6 +329,13 @@ type Attempt struct {
 	PeakMemoryBytes int64 `json:"peak_memory_bytes"`
 	MaxRSSBytes     int64 `json:"max_rss_bytes"`
 
+	// ViewCPUMS is the CPU time benchd spent serving the attempt's
+	// workspace view (its FUSE requests), GradeCPUMS the CPU time of
+	// the grader's sandboxed commands (their cgroups' usage), in
+	// milliseconds: benchd's work for the attempt (docs/security.md).
+	ViewCPUMS  int64 `json:"view_cpu_ms"`
+	GradeCPUMS int64 `json:"grade_cpu_ms"`
+
 	Edits     int64    `json:"edits"`  // journal records that changed the workspace
 	Denied    int64    `json:"denied"` // operations the policy refused
 	Changeset []Change `json:"changeset"`

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -171,6 +172,7 @@ func showAttempt(w io.Writer, a apitype.Attempt) {
 		p("limits", "%s", limitsText(a.Limits))
 	}
 	p("oom killed", "%s", yesNo(a.OOM))
+	p("benchd cpu", "view %s, grading %s", cpuText(a.ViewCPUMS), cpuText(a.GradeCPUMS))
 	p("edits", "%d (denied %d)", a.Edits, a.Denied)
 	if len(a.Changeset) == 0 {
 		p("changeset", "no changes")
@@ -531,4 +533,9 @@ func hasHTTPGateway(n apitype.Network) bool {
 		}
 	}
 	return false
+}
+
+// cpuText shows a CPU time in milliseconds as seconds.
+func cpuText(ms int64) string {
+	return strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64) + "s"
 }

@@ -472,6 +472,7 @@ func TestVerdictTable(t *testing.T) {
 func TestShow(t *testing.T) {
 	fx := newFixture(t)
 	fx.attempt.Host, fx.attempt.HostKeyID = "host-a", strings.Repeat("ab", 32)
+	fx.attempt.ViewCPUMS, fx.attempt.GradeCPUMS = 1250, 3004
 	d := newFakeDaemon(t, fx)
 	code, stdout, _ := runCLI(t, d.Socket, nil, false, "show", "a-1")
 	if code != exitOK {
@@ -480,7 +481,8 @@ func TestShow(t *testing.T) {
 	for _, w := range []string{"verdict       pass (reward 1)", "exit status   0", "wall time     2.0s", "peak memory   48.0 MiB",
 		"oom killed    no", "host          host-a (host key abababababab)", "tcp 93.184.216.34:443", "API_KEY (values not kept)", "  sha256      eeee", "  version     agent 1.2",
 		"modified src/counter.py", "added src/new.py", "2 connection attempts",
-		"tcp 169.254.169.254:80 at ", "(refused: the host's neighbourhood)", "limits        10m00s wall, 1.0 GiB memory, 1.5 CPUs"} {
+		"tcp 169.254.169.254:80 at ", "(refused: the host's neighbourhood)", "limits        10m00s wall, 1.0 GiB memory, 1.5 CPUs",
+		"benchd cpu    view 1.250s, grading 3.004s"} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("got\n%s\nwant it to contain %q", stdout, w)
 		}
@@ -490,7 +492,7 @@ func TestShow(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &a); err != nil || code != exitOK {
 		t.Fatalf("got exit %d, %v: want an Attempt", code, err)
 	}
-	if a.JournalHead != fx.attempt.JournalHead || len(a.Changeset) != 2 {
+	if a.JournalHead != fx.attempt.JournalHead || len(a.Changeset) != 2 || a.ViewCPUMS != 1250 || a.GradeCPUMS != 3004 {
 		t.Errorf("got %+v, want the fixture's attempt", a)
 	}
 }

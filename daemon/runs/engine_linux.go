@@ -601,6 +601,7 @@ func (at *attempt) collect(ctx context.Context) error {
 	a.WallMS = res.Wall.Milliseconds()
 	a.PeakMemoryBytes, a.MaxRSSBytes = res.PeakMemory, res.MaxRSS
 	a.Edits, a.Denied = st.Edits, st.Denied
+	a.ViewCPUMS = st.CPU.Milliseconds()
 	at.out.Caps = st.Caps
 	a.Changeset = append([]apitype.Change{}, cs...)
 	a.Network = wireNetwork(res.Network)
@@ -643,7 +644,9 @@ func (at *attempt) upstream(ctx context.Context) error {
 // grade: the final tree graded (Engine.grade), the verdict in the record.
 func (at *attempt) grade(ctx context.Context) error {
 	at.enter(apitype.PhaseGrade)
-	v, err := at.e.grade(ctx, at.task, at.a, at.out.Caps, at.out.FinalDir, filepath.Dir(at.out.FinalDir), at.out.StdoutPath, at.cs, at.undos, at.uid, at.gid)
+	var cpu time.Duration
+	v, err := at.e.grade(ctx, at.task, at.a, at.out.Caps, at.out.FinalDir, filepath.Dir(at.out.FinalDir), at.out.StdoutPath, at.cs, at.undos, at.uid, at.gid, &cpu)
+	at.a.GradeCPUMS = cpu.Milliseconds()
 	if err != nil {
 		return err
 	}
@@ -705,8 +708,9 @@ func (at *attempt) watch(job *confine.Job, view *fsmon.View) (stop func()) {
 
 // grade grades a copy of the final tree (plan.md left out) with the
 // confined grader runner, and composes the verdict; caps are the view's
-// caps the attempt hit.
-func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt, caps []string, finalDir, workParent, stdoutPath string, cs journal.Changeset, undos *undo.Stack, worldUID, worldGID int) (apitype.Verdict, error) {
+// caps the attempt hit. cpu, when not nil, gets the CPU time of the
+// grader's commands (their cgroups' usage), error or not.
+func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt, caps []string, finalDir, workParent, stdoutPath string, cs journal.Changeset, undos *undo.Stack, worldUID, worldGID int, cpu *time.Duration) (apitype.Verdict, error) {
 	work, err := os.MkdirTemp(workParent, gradePrefix)
 	if err != nil {
 		return apitype.Verdict{}, fmt.Errorf("unable to make the grading dir: %w", err)
@@ -754,6 +758,9 @@ func (e *Engine) grade(ctx context.Context, task *tasks.Task, a apitype.Attempt,
 	in.Task, in.Workspace, in.Changeset = task, ws, cs
 	in.ScratchRoot, in.TreeReasons, in.Caps = scratch, treeReasons, caps
 	gv, err := graders.Grade(ctx, in, runner)
+	if cpu != nil {
+		*cpu = GradingCPU(runner)
+	}
 	if err != nil {
 		return apitype.Verdict{}, fmt.Errorf("grading: %w", err)
 	}
@@ -824,7 +831,7 @@ func (e *Engine) Regrade(ctx context.Context, task *tasks.Task, a apitype.Attemp
 		}
 	}
 	// The agent's uid went with its attempt: its code runs as another.
-	return e.grade(ctx, task, a, caps, finalDir, workParent, stdout, cs, &undos, 0, 0)
+	return e.grade(ctx, task, a, caps, finalDir, workParent, stdout, cs, &undos, 0, 0, nil)
 }
 
 // prepareBacking copies the bundle's workspace to backing and the plan

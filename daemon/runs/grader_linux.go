@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"benchd.dev/confine"
 	"benchd.dev/graders"
@@ -104,6 +106,18 @@ func ConfinedGraderRunner(cfg GraderRunnerConfig) graders.Runner {
 // graderRunner is the confined graders.Runner.
 type graderRunner struct {
 	cfg GraderRunnerConfig
+	// cpu sums the CPU time (cpu.stat usage_usec) of every command's
+	// cgroup, read as the cgroup closes: all the grading's processes.
+	cpu atomic.Int64
+}
+
+// GradingCPU returns the CPU time the commands r ran so far used, for a
+// runner ConfinedGraderRunner made; 0 for any other runner.
+func GradingCPU(r graders.Runner) time.Duration {
+	if g, ok := r.(*graderRunner); ok {
+		return time.Duration(g.cpu.Load())
+	}
+	return 0
 }
 
 // storeCap is how much of each stream the sandbox stores; the runner then
@@ -186,6 +200,7 @@ func (g *graderRunner) Run(ctx context.Context, spec graders.RunSpec) (graders.R
 	if err != nil {
 		return graders.RunResult{}, fmt.Errorf("unable to run %s confined: %w", spec.Args[0], err)
 	}
+	g.cpu.Add(int64(res.Cgroup.CPU))
 	capN := spec.OutputCap
 	if capN <= 0 {
 		capN = graders.DefaultOutputCap
