@@ -174,9 +174,10 @@ func TestDescriptorFlood(t *testing.T) {
 
 // A journal flood (long-path renames) beside a neighbour: the neighbour
 // passes, the flooder is scored as a workspace_cap failure, and the state
-// grows by at most three times the journal byte cap: the journal file,
-// its lines in the database, and SQLite's write-ahead log, which keeps
-// its size after a checkpoint (measured: 256, 275 and 278 MiB).
+// grows by at most twice the journal byte cap: the journal file and its
+// lines in the database (measured: 256 and 275 MiB). SQLite's
+// write-ahead log, which the lines pass through (278 MiB more before),
+// is truncated once the end is recorded (store.Finish).
 func TestJournalFlood(t *testing.T) {
 	require(t)
 	d := startDaemon(t, newDaemonDir(t), "--group", callerGroup)
@@ -196,7 +197,7 @@ func TestJournalFlood(t *testing.T) {
 		t.Errorf("flooder: got reasons %v, want workspace_cap (the journal byte cap)", codes(fa))
 	}
 	const journalCap = 256 << 20 // fsmon's default MaxJournalBytes
-	if limit := int64(3*journalCap + 64<<20); grew > limit {
+	if limit := int64(2*journalCap + 64<<20); grew > limit {
 		t.Errorf("state grew by %d MiB, want at most %d MiB", grew>>20, limit>>20)
 	}
 }

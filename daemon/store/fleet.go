@@ -192,6 +192,11 @@ func (s *Store) Finish(ctx context.Context, f Finish) (err error) {
 		}
 		defer ing.close()
 	}
+	if ing != nil {
+		// The journal's lines went through SQLite's write-ahead log,
+		// which would otherwise keep their size on disk as well.
+		defer s.shrinkWAL(ctx)
+	}
 	return s.writeTx(ctx, func(tx *tx) error {
 		if ing != nil {
 			head, err := ing.run(ctx, s, tx)
@@ -223,6 +228,21 @@ func (s *Store) Finish(ctx context.Context, f Finish) (err error) {
 		}
 		return nil
 	})
+}
+
+// shrinkWAL, on SQLite, copies the write-ahead log into the database and
+// truncates it, so that a journal's lines stored once in the database
+// are not kept a second time in the log (which SQLite otherwise leaves
+// at its largest size). A reader still on the log makes it a no-op
+// until the next end; an error is logged, never returned: the end is
+// committed already.
+func (s *Store) shrinkWAL(ctx context.Context) {
+	if s.OnPostgres() {
+		return
+	}
+	if _, err := s.w.ExecContext(context.WithoutCancel(ctx), `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		s.log.Warn("unable to truncate the write-ahead log", "err", err)
+	}
 }
 
 // ingest is a journal ready to go into a transaction: its file open

@@ -90,6 +90,7 @@ func (s *Store) IngestJournal(ctx context.Context, attemptID, journalPath string
 		return "", 0, err
 	}
 	defer in.close()
+	defer s.shrinkWAL(ctx)
 	err = s.writeTx(ctx, func(tx *tx) error {
 		head, err = in.run(ctx, s, tx)
 		n = in.records
