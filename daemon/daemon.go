@@ -22,7 +22,6 @@ import (
 	"benchd.dev/client/apitype"
 	"benchd.dev/daemon/runs"
 	"benchd.dev/daemon/store"
-	"benchd.dev/fsmon"
 	"benchd.dev/limits"
 	"benchd.dev/modelgw"
 	"benchd.dev/sandbox"
@@ -308,8 +307,8 @@ func Run(ctx context.Context, cfg Config) error {
 		// Each of the attempts that run at once gets its own share of
 		// benchd's descriptors: a view that takes all of its share
 		// leaves the others' whole.
-		WorkspaceOpenFiles: fsmon.MaxOpenFilesFor(cfg.Concurrency),
-		Logger:             cfg.Logger,
+		ViewsAtOnce: cfg.Concurrency,
+		Logger:      cfg.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("unable to start the attempt engine: %w", err)

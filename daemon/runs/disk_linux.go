@@ -34,6 +34,17 @@ func (e *Engine) storageBytes(task *tasks.Task) int64 {
 	return fsmon.DefaultStorageBytes
 }
 
+// openFiles is the bound on an attempt's view's backing descriptors
+// (fsmon.Config.MaxOpenFiles): Config.WorkspaceOpenFiles, else the
+// view's share of the descriptor limit as it is now across
+// Config.ViewsAtOnce views, else 0 (fsmon's default).
+func (e *Engine) openFiles() int {
+	if e.cfg.WorkspaceOpenFiles == 0 && e.cfg.ViewsAtOnce > 0 {
+		return fsmon.MaxOpenFilesFor(e.cfg.ViewsAtOnce)
+	}
+	return e.cfg.WorkspaceOpenFiles
+}
+
 // makeDisk makes the sparse image img of size bytes (mode 0600, a new
 // file) and an ext4 file system on it: no journal (the disk lives for
 // one attempt, and a crash is recovered from the view's journal), no

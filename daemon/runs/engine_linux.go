@@ -93,9 +93,14 @@ type Config struct {
 	WorkspaceFiles, WorkspaceRecords, WorkspaceStorage int64
 	// WorkspaceOpenFiles bounds the descriptors an attempt's view may
 	// hold, WorkspaceJournalBytes its journal's size; 0 means fsmon's
-	// defaults (fsmon.Config).
+	// defaults (fsmon.Config). When WorkspaceOpenFiles is 0 and
+	// ViewsAtOnce is set, each view's bound is its share of benchd's
+	// descriptor limit split across ViewsAtOnce views
+	// (fsmon.MaxOpenFilesFor), read when the view mounts, so that a
+	// limit changed while benchd runs (prlimit) is the one shared.
 	WorkspaceOpenFiles    int
 	WorkspaceJournalBytes int64
+	ViewsAtOnce           int
 	// ReserveBytes is the free space the state directory's file system
 	// must keep beyond an attempt's whole disk for the attempt to start
 	// (else it ends as an infra error, ErrDiskFull, before its agent
@@ -458,7 +463,7 @@ func (at *attempt) mount(ctx context.Context) error {
 	}
 	view, err := fsmon.Mount(ctx, fsmon.Config{Backing: at.out.FinalDir, Mountpoint: at.mnt, Journal: w, Policy: at.task.Policy, Logger: at.log,
 		MaxFiles: at.e.cfg.WorkspaceFiles, MaxRecords: at.e.cfg.WorkspaceRecords, StorageBytes: at.e.storageBytes(at.task),
-		MaxOpenFiles: at.e.cfg.WorkspaceOpenFiles, MaxJournalBytes: at.e.cfg.WorkspaceJournalBytes})
+		MaxOpenFiles: at.e.openFiles(), MaxJournalBytes: at.e.cfg.WorkspaceJournalBytes})
 	if err != nil {
 		// Nothing ran in it: a journal of the initial tree alone, never
 		// sealed, would only mislead start-up recovery.
