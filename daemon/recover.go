@@ -31,7 +31,8 @@ const sealedAtStart = "benchd stopped while the attempt ran (killed, crashed or 
 // model calls its HTTP gateways recorded with their sum. It
 // runs after in-flight attempts were marked infra_error and before any
 // attempt runs; an attempt still queued or running is left alone. A
-// journal that cannot be sealed is logged and left on disk. It returns
+// journal that cannot be sealed is logged and left on disk; the
+// transcript and model calls beside it are stored all the same. It returns
 // the attempts it updated: their statements must be signed again.
 func recoverJournals(ctx context.Context, st *store.Store, cfg Config, log *slog.Logger) (updated []string) {
 	dirs, err := os.ReadDir(runs.AttemptsDir(cfg.StateDir))
@@ -59,6 +60,14 @@ func recoverJournals(ctx context.Context, st *store.Store, cfg Config, log *slog
 		}
 		if err := sealLeftJournal(ctx, st, cfg, a, jpath, log); err != nil {
 			log.Error("unable to seal the journal of an interrupted attempt", "attempt", id, "err", err)
+			// What else it left is kept all the same.
+			if keepLeftOutput(ctx, st, cfg, &a, runs.AttemptDirOf(cfg.StateDir, id), log) {
+				if err := st.UpdateAttempt(ctx, a); err != nil {
+					log.Error("unable to store the model calls' sum of an interrupted attempt", "attempt", id, "err", err)
+					continue
+				}
+				updated = append(updated, id)
+			}
 			continue
 		}
 		updated = append(updated, id)
@@ -100,32 +109,46 @@ func sealLeftJournal(ctx context.Context, st *store.Store, cfg Config, a apitype
 	if err := attachJournalFacts(&a, jpath, pol); err != nil {
 		log.Warn("unable to read the facts of a sealed journal", "attempt", a.ID, "err", err)
 	}
-	if _, err := st.Transcript(ctx, a.ID); errors.Is(err, store.ErrNotFound) {
-		stdout, stderr := dir.Stdout(), dir.Stderr()
-		if err := st.SaveTranscriptFiles(ctx, a.ID, stdout, stderr, capped(stdout), capped(stderr)); err != nil {
-			log.Warn("unable to store the transcript of an interrupted attempt", "attempt", a.ID, "err", err)
-		}
-	}
-	// The calls its HTTP gateways recorded, those in progress at the
-	// crash ending as cut short.
-	if stored, err := st.ModelCalls(ctx, a.ID); err == nil && len(stored) == 0 {
-		recs, usage, err := loadModelCalls(dir.Path(), cfg.Prices)
-		if err != nil {
-			log.Warn("unable to read the model calls of an interrupted attempt", "attempt", a.ID, "err", err)
-		} else if len(recs) > 0 {
-			if err := st.SaveModelCalls(ctx, a.ID, recs); err != nil {
-				log.Warn("unable to store the model calls of an interrupted attempt", "attempt", a.ID, "err", err)
-			} else {
-				a.Model = usage
-			}
-		}
-	}
+	keepLeftOutput(ctx, st, cfg, &a, dir, log)
 	if err := st.UpdateAttempt(ctx, a); err != nil {
 		return err
 	}
 	log.Warn("journal of an interrupted attempt sealed and stored", "attempt", a.ID,
 		"records_kept", res.Kept, "bytes_cut", res.Cut, "cut_because", res.Why, "observed_at_recovery", res.Observed, "sealed_before", res.Sealed)
 	return nil
+}
+
+// keepLeftOutput stores what interrupted attempt a left in its work
+// directory dir beside its journal, unless the store holds it already:
+// its transcript, and the calls its HTTP gateways recorded (those in
+// progress at the crash ending as cut short) with their sum in a.Model.
+// It reports whether it set a.Model. Failures are logged: one lost
+// piece does not keep the others from the store.
+func keepLeftOutput(ctx context.Context, st *store.Store, cfg Config, a *apitype.Attempt, dir runs.AttemptDir, log *slog.Logger) (model bool) {
+	if _, err := st.Transcript(ctx, a.ID); errors.Is(err, store.ErrNotFound) {
+		stdout, stderr := dir.Stdout(), dir.Stderr()
+		if err := st.SaveTranscriptFiles(ctx, a.ID, stdout, stderr, capped(stdout), capped(stderr)); err != nil {
+			log.Warn("unable to store the transcript of an interrupted attempt", "attempt", a.ID, "err", err)
+		}
+	}
+	stored, err := st.ModelCalls(ctx, a.ID)
+	if err != nil || len(stored) > 0 {
+		return false
+	}
+	recs, usage, err := loadModelCalls(dir.Path(), cfg.Prices)
+	if err != nil {
+		log.Warn("unable to read the model calls of an interrupted attempt", "attempt", a.ID, "err", err)
+		return false
+	}
+	if len(recs) == 0 {
+		return false
+	}
+	if err := st.SaveModelCalls(ctx, a.ID, recs); err != nil {
+		log.Warn("unable to store the model calls of an interrupted attempt", "attempt", a.ID, "err", err)
+		return false
+	}
+	a.Model = usage
+	return true
 }
 
 // attachJournalFacts sets what the sealed journal at jpath says of an

@@ -138,3 +138,71 @@ func leaveJournal(t *testing.T, dir string) {
 	f.WriteString(`{"seq":6,"t_ns":12,"wall":"2026-12-`)
 	f.Close()
 }
+
+// TestRecoverUnsealable: a benchd killed before its journal reached the
+// disk leaves an empty journal file, which cannot be sealed; the
+// transcript and the model calls beside it are stored all the same, a
+// call in progress at the kill ending as cut short, and recovery at a
+// second start stores nothing twice.
+func TestRecoverUnsealable(t *testing.T) {
+	ctx := context.Background()
+	state := t.TempDir()
+	st, err := store.Open(ctx, store.Config{Dir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := Config{StateDir: state, TasksDir: filepath.Join("..", "tasks")}
+	log := slog.New(slog.DiscardHandler)
+	const id = "a-killed"
+	if err := st.CreateAttempt(ctx, apitype.Attempt{ID: id, Task: "rt-01", Reasons: []apitype.Reason{}, Changeset: []apitype.Change{}}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.GetAttempt(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.State, a.InfraError = apitype.StateInfraError, "benchd stopped while the attempt ran"
+	if err := st.UpdateAttempt(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(state, "attempts", id)
+	if err := os.MkdirAll(filepath.Join(dir, "backing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"journal.jsonl": "",
+		"stdout":        "asking the model\n",
+		"stderr":        "",
+		"model.jsonl":   `{"seq":1,"gateway":"model","method":"POST","path":"/v1/responses","error":"in progress"}` + "\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for start := 1; start <= 2; start++ {
+		updated := recoverJournals(ctx, st, cfg, log)
+		if want := map[int]int{1: 1, 2: 0}[start]; len(updated) != want {
+			t.Errorf("start %d: recovery updated %v, want %d attempts", start, updated, want)
+		}
+	}
+	if _, err := st.Journal(ctx, id); err == nil {
+		t.Error("an empty journal was stored as if sealed")
+	}
+	tr, err := st.Transcript(ctx, id)
+	if err != nil || string(tr.Stdout) != "asking the model\n" {
+		t.Errorf("transcript: got %+v, %v; want the agent's stdout", tr, err)
+	}
+	calls, err := st.ModelCalls(ctx, id)
+	if err != nil || len(calls) != 1 {
+		t.Fatalf("model calls: got %d, %v; want the one call, once", len(calls), err)
+	}
+	got, err := st.GetAttempt(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Model == nil || got.Model.Calls != 1 || got.State != apitype.StateInfraError {
+		t.Errorf("attempt: got state %s, model %+v; want infra_error with one call summed", got.State, got.Model)
+	}
+}

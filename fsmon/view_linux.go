@@ -262,6 +262,13 @@ func Mount(ctx context.Context, cfg Config) (*View, error) {
 	if err := v.append(journal.Record{Op: journal.OpMount, Result: "ok", SHA256: mf}); err != nil {
 		return nil, err
 	}
+	// The mount record is in the file before anything runs in the view:
+	// a journal without it cannot be recovered (journal.Recover), and
+	// benchd killed within the writer's first batch interval would
+	// otherwise leave an empty file.
+	if err := cfg.Journal.Flush(); err != nil {
+		return nil, err
+	}
 
 	rootFd, err := unix.Open(backing, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

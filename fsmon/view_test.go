@@ -927,3 +927,17 @@ func TestCapabilityXattr(t *testing.T) {
 		})
 	}
 }
+
+// TestMountRecordOnDisk: once Mount returns, the journal file holds the
+// mount record, whatever the writer's batch interval: benchd killed at
+// any point after it leaves a journal start-up recovery can seal.
+func TestMountRecordOnDisk(t *testing.T) {
+	v := mountWith(t, fsmon.Config{})
+	recs, err := journal.Read(v.jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) == 0 || recs[0].Op != journal.OpMount {
+		t.Fatalf("journal file right after Mount: %d records, want the mount record first", len(recs))
+	}
+}

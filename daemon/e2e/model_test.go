@@ -246,7 +246,7 @@ func TestModelGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	if a2.State != apitype.StateInfraError || a2.Model == nil || a2.Model.Calls != 1 || len(l2.Calls) != 1 || !strings.Contains(l2.Calls[0].Error, "cut short") {
-		t.Errorf("after kill -9: state %s, usage %+v, calls %+v; want the call recorded as cut short", a2.State, a2.Model, l2.Calls)
+		t.Errorf("after kill -9: state %s, usage %+v, calls %+v; want the call recorded as cut short\nbenchd's log:\n%s", a2.State, a2.Model, l2.Calls, d.log.String())
 	}
 
 	// Prune takes the calls with their attempts.
