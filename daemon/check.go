@@ -273,24 +273,17 @@ func (s *server) regrade(ctx context.Context, a apitype.Attempt) (apitype.Regrad
 	} else if a.TaskSHA256 != "" && sha != a.TaskSHA256 {
 		return apitype.Regrade{}, fmt.Errorf("attempt %s was graded with bundle %s of %s, but the task store holds bundle %s now: %w", a.ID, a.TaskSHA256, a.Task, sha, errConflict)
 	}
-	_, recs, err := s.storedJournal(ctx, a.ID)
-	if err != nil {
-		return apitype.Regrade{}, err
-	}
 	tmp, err := os.MkdirTemp(filepath.Join(s.cfg.StateDir, regradeDir), a.ID+"-")
 	if err != nil {
 		return apitype.Regrade{}, fmt.Errorf("unable to make a regrade directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	final := filepath.Join(tmp, "final")
-	blobs, err := s.store.BlobsFor(ctx, a.ID)
+	caps, err := s.rebuildFinal(ctx, a.ID, final)
 	if err != nil {
 		return apitype.Regrade{}, err
 	}
-	if err := journal.Replay(recs, blobs, ^uint64(0), final); err != nil {
-		return apitype.Regrade{}, fmt.Errorf("unable to rebuild the final tree of attempt %s: %w", a.ID, err)
-	}
-	after, err := s.engine.Regrade(ctx, task, a, final)
+	after, err := s.engine.Regrade(ctx, task, a, caps, final)
 	if err != nil {
 		return apitype.Regrade{}, fmt.Errorf("regrade of attempt %s: %w", a.ID, err)
 	}
@@ -301,6 +294,34 @@ func (s *server) regrade(ctx context.Context, a apitype.Attempt) (apitype.Regrad
 		before = a.Review.Graded
 	}
 	return apitype.Regrade{Attempt: a.ID, Before: before, After: after, Same: sameVerdict(before, after)}, nil
+}
+
+// rebuildFinal makes attempt id's final tree in dst from its stored
+// journal and blobs, and returns the caps the journal says it hit. The
+// final tree is the unmount record's manifest: the records are streamed
+// to find it and the caps, never held (a journal may be 256 MiB).
+func (s *server) rebuildFinal(ctx context.Context, id, dst string) (caps []string, err error) {
+	finalTree := ""
+	if _, err := s.eachStoredRecord(ctx, id, func(r journal.Record) error {
+		caps = append(caps, journal.CapsOf([]journal.Record{r})...)
+		if r.Op == journal.OpUnmount {
+			finalTree = r.SHA256
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if finalTree == "" {
+		return nil, fmt.Errorf("the stored journal of attempt %s has no unmount record: no final tree to grade", id)
+	}
+	blobs, err := s.store.BlobsFor(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := journal.ReplayManifest(blobs, finalTree, dst); err != nil {
+		return nil, fmt.Errorf("unable to rebuild the final tree of attempt %s: %w", id, err)
+	}
+	return caps, nil
 }
 
 // sameVerdict compares pass, reward and the set of reason codes (the

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,27 +14,6 @@ import (
 	"benchd.dev/fsmon/journal"
 	"benchd.dev/tasks"
 )
-
-// storedJournal returns the raw journal of attempt id and its records.
-func (s *server) storedJournal(ctx context.Context, id string) ([]byte, []journal.Record, error) {
-	var buf bytes.Buffer
-	if err := s.store.JournalLines(ctx, id, &buf); err != nil {
-		return nil, nil, fmt.Errorf("journal of attempt %s: %w", id, err)
-	}
-	rd := journal.NewReader(bytes.NewReader(buf.Bytes()))
-	var recs []journal.Record
-	for {
-		rec, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("stored journal of attempt %s is corrupt: %w", id, err)
-		}
-		recs = append(recs, rec)
-	}
-	return buf.Bytes(), recs, nil
-}
 
 // exportData is what an archive holds, read before its first byte is
 // sent; the journal, the model calls' messages and the blobs are
@@ -57,6 +35,19 @@ type exportData struct {
 // manifest reading the manifests). Neither its lines nor its records
 // are held.
 func (s *server) scanJournal(ctx context.Context, id string, manifest func(string) ([]byte, error)) (int64, *journal.BlobNames, error) {
+	names := new(journal.BlobNames)
+	n, err := s.eachStoredRecord(ctx, id, func(rec journal.Record) error { return names.Add(rec, manifest) })
+	if err != nil {
+		return 0, nil, err
+	}
+	return n, names, nil
+}
+
+// eachStoredRecord calls fn with each record of attempt id's stored
+// journal in turn, as the store streams its lines, and returns the
+// journal's size in bytes: memory does not grow with the journal. fn's
+// error stops the stream and is returned.
+func (s *server) eachStoredRecord(ctx context.Context, id string, fn func(journal.Record) error) (int64, error) {
 	pr, pw := io.Pipe()
 	type result struct {
 		n   int64
@@ -70,25 +61,24 @@ func (s *server) scanJournal(ctx context.Context, id string, manifest func(strin
 		done <- result{cw.n, err}
 	}()
 	rd := journal.NewReader(pr)
-	names := new(journal.BlobNames)
 	var err error
 	for err == nil {
 		var rec journal.Record
 		if rec, err = rd.Next(); err == nil {
-			err = names.Add(rec, manifest)
+			err = fn(rec)
 		}
 	}
 	pr.CloseWithError(err) // the writer stops, if it has not
 	res := <-done
 	switch {
 	case res.err != nil:
-		return 0, nil, fmt.Errorf("journal of attempt %s: %w", id, res.err)
+		return 0, fmt.Errorf("journal of attempt %s: %w", id, res.err)
 	case errors.As(err, new(*journal.ParseError)):
-		return 0, nil, fmt.Errorf("stored journal of attempt %s is corrupt: %w", id, err)
+		return 0, fmt.Errorf("stored journal of attempt %s is corrupt: %w", id, err)
 	case err != io.EOF:
-		return 0, nil, fmt.Errorf("attempt %s: %w", id, err)
+		return 0, fmt.Errorf("attempt %s: %w", id, err)
 	}
-	return res.n, names, nil
+	return res.n, nil
 }
 
 // handleExport writes the attempt's archive (forensics' layout).

@@ -808,9 +808,10 @@ func makeScratchDir(dir string) error {
 }
 
 // Regrade grades an attempt's stored final tree again, with the facts
-// recorded in a (exit, timeout, changeset, network, denied count) and
-// the transcript in its work directory.
-func (e *Engine) Regrade(ctx context.Context, task *tasks.Task, a apitype.Attempt, finalDir string) (_ apitype.Verdict, retErr error) {
+// recorded in a (exit, timeout, changeset, network, denied count), the
+// caps its journal says it hit (journal.CapsOf of the stored records)
+// and the transcript in its work directory.
+func (e *Engine) Regrade(ctx context.Context, task *tasks.Task, a apitype.Attempt, caps []string, finalDir string) (_ apitype.Verdict, retErr error) {
 	if task == nil {
 		return apitype.Verdict{}, fmt.Errorf("%w: no task", ErrInvalid)
 	}
@@ -822,17 +823,9 @@ func (e *Engine) Regrade(ctx context.Context, task *tasks.Task, a apitype.Attemp
 	}()
 	cs := RecordedFacts(a, "").Changeset
 	stdout, workParent := "", e.cfg.StateDir
-	var caps []string
 	if attemptIDRE.MatchString(a.ID) {
 		if fi, err := os.Stat(e.AttemptDir(a.ID)); err == nil && fi.IsDir() {
 			stdout, workParent = AttemptDir(e.AttemptDir(a.ID)).Stdout(), e.AttemptDir(a.ID)
-			// The caps hit are in the attempt's journal, which the
-			// attempt directory keeps.
-			if recs, err := journal.Read(AttemptDir(e.AttemptDir(a.ID)).Journal()); err == nil {
-				caps = journal.CapsOf(recs)
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				return apitype.Verdict{}, fmt.Errorf("unable to read the journal of attempt %s: %w", a.ID, err)
-			}
 		}
 	}
 	// The agent's uid went with its attempt: its code runs as another.

@@ -288,7 +288,7 @@ func TestBuiltins(t *testing.T) {
 			}
 			a.ID = fmt.Sprintf("b%d", i)
 			mountFinal(t, out)
-			rv, err := e.Regrade(context.Background(), task, a, out.FinalDir)
+			rv, err := e.Regrade(context.Background(), task, a, journal.CapsOf(verifiedJournal(t, out.JournalPath)), out.FinalDir)
 			if err != nil {
 				t.Fatalf("Regrade: %v", err)
 			}
@@ -726,11 +726,11 @@ func TestWorkspaceCap(t *testing.T) {
 	if got := strings.Count(string(b), "refused"); got != 50-14 {
 		t.Errorf("creates refused: got %d, want %d", got, 50-14)
 	}
-	// A regrade of the attempt as the daemon stored it (with its ID)
-	// reads the cap from the journal and agrees.
+	// A regrade of the attempt as the daemon stored it (with its ID),
+	// given the caps of its journal, agrees.
 	a.ID = "cap1"
 	mountFinal(t, out)
-	v, err := e.Regrade(context.Background(), task, a, out.FinalDir)
+	v, err := e.Regrade(context.Background(), task, a, journal.CapsOf(recs), out.FinalDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -375,6 +375,24 @@ func Replay(recs []Record, blobs *Blobs, upTo uint64, dst string) error {
 	if final != nil {
 		s = stateOf(final)
 	}
+	return materialize(s, blobs, dst)
+}
+
+// ReplayManifest materializes the tree of manifest blob sha (the final
+// tree of a journal is its unmount record's SHA256) in dst as Replay
+// does, without the records: what Replay of a whole journal makes, for
+// a caller that streams the records to find the unmount record rather
+// than hold them all.
+func ReplayManifest(blobs *Blobs, sha string, dst string) error {
+	t, err := loadManifest(blobs, sha)
+	if err != nil {
+		return fmt.Errorf("unable to read manifest %s: %w", sha, err)
+	}
+	return materialize(stateOf(t), blobs, dst)
+}
+
+// materialize writes the tree of state s in dst from the blob store.
+func materialize(s replayState, blobs *Blobs, dst string) error {
 	if err := emptyDir(dst); err != nil {
 		return err
 	}

@@ -532,3 +532,43 @@ func TestChangesetOf(t *testing.T) {
 		}
 	})
 }
+
+// TestReplayManifest: the tree of a mount or unmount record's manifest,
+// materialized without the records, is the tree Replay makes at that
+// record; a manifest not in the store is an error.
+func TestReplayManifest(t *testing.T) {
+	ws := busyWorkspace(t)
+	blobs := ws.w.Blobs()
+	manifests := 0
+	for _, r := range ws.recs {
+		if r.Op != OpMount && r.Op != OpUnmount {
+			continue
+		}
+		manifests++
+		dst := filepath.Join(t.TempDir(), "m")
+		if err := ReplayManifest(blobs, r.SHA256, dst); err != nil {
+			t.Fatalf("%s record %d: %v", r.Op, r.Seq, err)
+		}
+		want := filepath.Join(t.TempDir(), "r")
+		if err := Replay(ws.recs, blobs, r.Seq, want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ScanTree(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantTree, err := ScanTree(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := treeDiff(got, wantTree); d != "" {
+			t.Errorf("%s record %d: %s", r.Op, r.Seq, d)
+		}
+	}
+	if manifests < 2 {
+		t.Fatalf("the journal has %d manifest records, want its mount and unmount", manifests)
+	}
+	if err := ReplayManifest(blobs, HashBytes([]byte("no such manifest")), filepath.Join(t.TempDir(), "x")); err == nil {
+		t.Error("a manifest not in the store replayed")
+	}
+}
