@@ -456,14 +456,19 @@ func (s *server) compose(ctx context.Context, log *slog.Logger, la *liveAttempt,
 
 // storeEnd stores the end of attempt a with its journal and model calls
 // (store.Finish), then drops its disk, whose tree the journal's blobs
-// hold. A journal that cannot be stored leaves a verdict
+// hold, and its journal file. A journal that cannot be stored leaves a verdict
 // without its record: a done attempt is then an infra error.
 func (s *server) storeEnd(ctx context.Context, log *slog.Logger, c *closing, a apitype.Attempt, journalPath string, calls []store.ModelCall, inTx func(context.Context, *sql.Tx) error) error {
 	err := s.store.Finish(ctx, store.Finish{Attempt: a, JournalPath: journalPath, ModelCalls: calls, InTx: inTx})
 	if err == nil && journalPath != "" {
-		// The journal's blobs hold the final tree now: the disk goes.
-		if derr := runs.AttemptDir(filepath.Dir(journalPath)).DropFinalTree(); derr != nil {
+		// The journal's blobs hold the final tree now: the disk goes,
+		// and the journal file, which the store holds too.
+		dir := runs.AttemptDir(filepath.Dir(journalPath))
+		if derr := dir.DropFinalTree(); derr != nil {
 			log.Warn("unable to drop the attempt's disk", "err", derr)
+		}
+		if derr := dir.DropJournal(); derr != nil {
+			log.Warn("unable to drop the attempt's journal file", "err", derr)
 		}
 	}
 	if !errors.Is(err, store.ErrJournal) {

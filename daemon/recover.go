@@ -109,6 +109,9 @@ func sealLeftJournal(ctx context.Context, st *store.Store, cfg Config, a apitype
 	if err := attachJournalFacts(&a, jpath, pol); err != nil {
 		log.Warn("unable to read the facts of a sealed journal", "attempt", a.ID, "err", err)
 	}
+	if err := dir.DropJournal(); err != nil {
+		log.Warn("unable to drop the journal file of an interrupted attempt", "attempt", a.ID, "err", err)
+	}
 	keepLeftOutput(ctx, st, cfg, &a, dir, log)
 	if err := st.UpdateAttempt(ctx, a); err != nil {
 		return err

@@ -1,6 +1,14 @@
 package runs
 
-import "path/filepath"
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"benchd.dev/fsmon/journal"
+)
 
 // AttemptDir is an attempt's work directory, STATE/attempts/ID, and the
 // one place its layout is spelled:
@@ -10,7 +18,8 @@ import "path/filepath"
 //	                        (both removed by DropFinalTree once the journal,
 //	                        whose blobs hold the tree, is in the store)
 //	mnt/                    the fsmon view while the agent runs
-//	journal.jsonl (+.blobs) the journal
+//	journal.jsonl (+.blobs) the journal (removed by DropJournal once
+//	                        the store holds its lines and blobs)
 //	stdout, stderr          the transcript
 //	model.jsonl, model/     the HTTP gateways' calls (modelgw writes them)
 //	grade-*                 grading copies, while grading
@@ -43,6 +52,21 @@ func (d AttemptDir) Mount() string { return filepath.Join(string(d), "mnt") }
 
 // Journal is the attempt's journal (its blobs in journal.BlobsDir of it).
 func (d AttemptDir) Journal() string { return filepath.Join(string(d), "journal.jsonl") }
+
+// DropJournal removes the journal file and its blob directory, for an
+// attempt whose journal the store holds: the store's copy is the one
+// every reader (export, regrade, log, the viewer) uses, and the blobs
+// it placed are its own links, so the attempt's state is not kept
+// twice.
+func (d AttemptDir) DropJournal() error {
+	if err := os.Remove(d.Journal()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("unable to drop the journal file: %w", err)
+	}
+	if err := os.RemoveAll(journal.BlobsDir(d.Journal())); err != nil {
+		return fmt.Errorf("unable to drop the journal's blobs: %w", err)
+	}
+	return nil
+}
 
 // Stdout is the agent's standard output.
 func (d AttemptDir) Stdout() string { return filepath.Join(string(d), "stdout") }
