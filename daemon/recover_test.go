@@ -19,13 +19,8 @@ import (
 // attempt still queued is left alone.
 func TestRecoverJournals(t *testing.T) {
 	ctx := context.Background()
-	state := t.TempDir()
-	st, err := store.Open(ctx, store.Config{Dir: state})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	cfg := Config{StateDir: state, TasksDir: filepath.Join("..", "tasks")}
+	st, cfg := recoveryStore(t)
+	state := cfg.StateDir
 	log := slog.New(slog.DiscardHandler)
 
 	for _, id := range []string{"a-crashed", "a-queued"} {
@@ -34,14 +29,7 @@ func TestRecoverJournals(t *testing.T) {
 		}
 		leaveJournal(t, filepath.Join(state, "attempts", id))
 	}
-	a, err := st.GetAttempt(ctx, "a-crashed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.State, a.InfraError = apitype.StateInfraError, "benchd stopped while the attempt ran"
-	if err := st.UpdateAttempt(ctx, a); err != nil {
-		t.Fatal(err)
-	}
+	markInterrupted(t, st, "a-crashed")
 
 	recoverJournals(ctx, st, cfg, log)
 
@@ -146,27 +134,14 @@ func leaveJournal(t *testing.T, dir string) {
 // second start stores nothing twice.
 func TestRecoverUnsealable(t *testing.T) {
 	ctx := context.Background()
-	state := t.TempDir()
-	st, err := store.Open(ctx, store.Config{Dir: state})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	cfg := Config{StateDir: state, TasksDir: filepath.Join("..", "tasks")}
+	st, cfg := recoveryStore(t)
 	log := slog.New(slog.DiscardHandler)
 	const id = "a-killed"
 	if err := st.CreateAttempt(ctx, apitype.Attempt{ID: id, Task: "rt-01", Reasons: []apitype.Reason{}, Changeset: []apitype.Change{}}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := st.GetAttempt(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.State, a.InfraError = apitype.StateInfraError, "benchd stopped while the attempt ran"
-	if err := st.UpdateAttempt(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(state, "attempts", id)
+	markInterrupted(t, st, id)
+	dir := filepath.Join(cfg.StateDir, "attempts", id)
 	if err := os.MkdirAll(filepath.Join(dir, "backing"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -204,5 +179,34 @@ func TestRecoverUnsealable(t *testing.T) {
 	}
 	if got.Model == nil || got.Model.Calls != 1 || got.State != apitype.StateInfraError {
 		t.Errorf("attempt: got state %s, model %+v; want infra_error with one call summed", got.State, got.Model)
+	}
+}
+
+// recoveryStore opens a store in a new state directory, closed at the
+// test's end, and returns it with a Config of that state directory and
+// the repository's tasks.
+func recoveryStore(t *testing.T) (*store.Store, Config) {
+	t.Helper()
+	state := t.TempDir()
+	st, err := store.Open(context.Background(), store.Config{Dir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, Config{StateDir: state, TasksDir: filepath.Join("..", "tasks")}
+}
+
+// markInterrupted ends attempt id as start-up does one that was in
+// flight when benchd died: an infra error.
+func markInterrupted(t *testing.T, st *store.Store, id string) {
+	t.Helper()
+	ctx := context.Background()
+	a, err := st.GetAttempt(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.State, a.InfraError = apitype.StateInfraError, "benchd stopped while the attempt ran"
+	if err := st.UpdateAttempt(ctx, a); err != nil {
+		t.Fatal(err)
 	}
 }
